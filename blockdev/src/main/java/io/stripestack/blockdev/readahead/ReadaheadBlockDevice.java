@@ -1,0 +1,621 @@
+package io.stripestack.blockdev.readahead;
+
+import io.stripestack.blockdev.BlockDevice;
+import io.stripestack.blockdev.Geometry;
+import io.stripestack.blockdev.IoStats;
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.nio.ByteBuffer;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The readahead stage: the top layer of a LUN's chain. It recognises sequential read streams, reads
+ * ahead of them asynchronously into segments of a shared {@link ReadaheadBudget}, and serves later reads
+ * from those segments. See docs/readahead.md for the algorithm and its defaults.
+ *
+ * <p>Streams: up to {@value #MAX_STREAMS} per device, so interleaved sequential readers (several
+ * sessions, or several threads of one initiator) each keep their own state. A read starting exactly where
+ * a stream's last read ended, or inside the range it has prefetched, continues it; anything else starts
+ * a candidate stream, which reads nothing ahead. The second read of a stream opens a window sized from
+ * the request (as the kernel's ondemand readahead does); each time the reader enters the most recently
+ * prefetched window, the next one is issued, twice as large, up to {@code read_ahead_kb}. Random reads
+ * therefore never prefetch, and a read at least as large as {@code read_ahead_kb} prefetches nothing
+ * (its own size already gives the device below the large I/O readahead would).
+ *
+ * <p>Serving: a read whose every segment is READY is copied from the segments (a hit); if any of its
+ * segments is being loaded, it waits for that load; otherwise it goes to the device below itself (a
+ * miss) and gets that device's error, if any. A failed prefetch is dropped and reported to nobody.
+ *
+ * <p>Writes and discards go below first; before they return, every segment overlapping them is dropped,
+ * including ones queued or being loaded, which then go back to the budget instead of being installed
+ * (see {@link Segment}). A read that starts after a write returned therefore never sees older bytes.
+ * Flush passes through: this layer holds no written data.
+ *
+ * <p>Concurrency: one {@link ReentrantLock} per device guards the stream table, the segment table, the
+ * state of every segment the device holds and the bytes of READY segments. Hits copy under it (one
+ * memcpy of the request, microseconds, far below a network round trip), which makes dropping a segment
+ * atomic with respect to every hit. I/O below (misses, prefetch reads, writes) runs without it. Prefetch
+ * reads run on this device's own executor of {@code prefetchThreads} daemon threads named
+ * {@code readahead-<device>-<n>}; its queue is bounded by the budget's segment count, and each queued task
+ * holds a segment, so a submission is never rejected. Readers waiting for a LOADING segment wait on
+ * the lock's condition, signalled whenever a load ends.
+ */
+public final class ReadaheadBlockDevice implements BlockDevice {
+    private static final Logger log = LoggerFactory.getLogger(ReadaheadBlockDevice.class);
+
+    /** Sequential streams tracked per device. */
+    public static final int MAX_STREAMS = 16;
+    /** Prefetch threads per device unless the constructor is told otherwise. */
+    public static final int DEFAULT_PREFETCH_THREADS = 2;
+    /** The floor of the default window: the kernel's default read_ahead_kb. */
+    public static final int MIN_DEFAULT_READ_AHEAD_BYTES = 128 * 1024;
+
+    private final BlockDevice below;
+    private final ReadaheadBudget budget;
+    private final String name;
+    private final int segmentBytes;
+    private final long size;
+    private final IoStats stats;
+    private final LongAdder hits;
+    private final LongAdder hitBytes;
+    private final LongAdder misses;
+    private final LongAdder prefetchBytes;
+    private final LongAdder wastedPrefetchBytes;
+    private final LongAdder prefetchErrors;
+    private final LongAdder prefetchSkippedNoBudget;
+
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition loadEnded = lock.newCondition();
+    private final SegmentTable table;
+    private final Segment[] sweep;
+    private final Stream[] streams = new Stream[MAX_STREAMS];
+    private final ThreadPoolExecutor prefetcher;
+    private long tick;
+    private boolean closed;
+    /** Written under the lock; read without it only by {@link #readAheadKb()}. */
+    private volatile long readAheadBytes;
+
+    /** A stage with the default window ({@link #defaultReadAheadBytes}) and {@value #DEFAULT_PREFETCH_THREADS} prefetch threads. */
+    public ReadaheadBlockDevice(BlockDevice below, ReadaheadBudget budget) {
+        this(below, budget, DEFAULT_PREFETCH_THREADS);
+    }
+
+    public ReadaheadBlockDevice(BlockDevice below, ReadaheadBudget budget, int prefetchThreads) {
+        if (prefetchThreads < 1) {
+            throw new IllegalArgumentException("readahead over " + below.name() + ": prefetchThreads " + prefetchThreads
+                    + " must be at least 1");
+        }
+        this.below = below;
+        this.budget = budget;
+        this.name = below.name();
+        this.segmentBytes = budget.segmentBytes();
+        this.size = below.size();
+        if (segmentBytes % below.logicalBlockSize() != 0) {
+            throw new IllegalArgumentException("readahead over " + name + ": segment of " + segmentBytes
+                    + " bytes is not a multiple of the " + below.logicalBlockSize() + "-byte block");
+        }
+        this.stats = new IoStats("readahead:" + name);
+        this.hits = stats.counter("readahead_hits");
+        this.hitBytes = stats.counter("readahead_hit_bytes");
+        this.misses = stats.counter("readahead_misses");
+        this.prefetchBytes = stats.counter("prefetch_bytes");
+        this.wastedPrefetchBytes = stats.counter("wasted_prefetch_bytes");
+        this.prefetchErrors = stats.counter("prefetch_errors");
+        this.prefetchSkippedNoBudget = stats.counter("prefetch_skipped_no_budget");
+        this.table = new SegmentTable(budget.segmentCount());
+        this.sweep = new Segment[budget.segmentCount()];
+        for (int i = 0; i < streams.length; i++) {
+            streams[i] = new Stream();
+        }
+        this.readAheadBytes = defaultReadAheadBytes(below.geometry(), budget);
+        AtomicInteger threadNumber = new AtomicInteger();
+        this.prefetcher = new ThreadPoolExecutor(prefetchThreads, prefetchThreads, 0, TimeUnit.SECONDS,
+                new ArrayBlockingQueue<>(budget.segmentCount()), runnable -> {
+                    Thread thread = new Thread(runnable, "readahead-" + name + "-" + threadNumber.incrementAndGet());
+                    thread.setDaemon(true);
+                    return thread;
+                });
+        prefetcher.prestartAllCoreThreads();
+    }
+
+    /**
+     * Two full stripes of the device below ({@code 2 x optimalIo}, what the kernel gives md and dm-crypt),
+     * at least {@value #MIN_DEFAULT_READ_AHEAD_BYTES} bytes, rounded up to whole segments and capped at
+     * the budget.
+     */
+    public static long defaultReadAheadBytes(Geometry geometry, ReadaheadBudget budget) {
+        long wanted = Math.max(MIN_DEFAULT_READ_AHEAD_BYTES, 2L * geometry.optimalIo());
+        long segment = budget.segmentBytes();
+        long rounded = (wanted + segment - 1) / segment * segment;
+        return Math.min(rounded, budget.totalBytes());
+    }
+
+    /** The current window limit in KiB; 0 when readahead is off. */
+    public long readAheadKb() {
+        return readAheadBytes / 1024;
+    }
+
+    /**
+     * Sets the window limit at run time, like {@code /sys/block/X/queue/read_ahead_kb}; 0 turns readahead
+     * off. All streams restart and unread prefetched data is dropped.
+     *
+     * @throws IllegalArgumentException unless {@code kb} is 0 or a multiple of the segment size no larger
+     *                                  than the budget
+     */
+    public void setReadAheadKb(long kb) {
+        long segmentKb = segmentBytes / 1024;
+        if (kb < 0 || kb % segmentKb != 0) {
+            throw new IllegalArgumentException("read_ahead_kb " + kb + " for " + name + ": must be 0 (off) or a multiple"
+                    + " of the " + segmentKb + " KiB readahead segment");
+        }
+        if (kb * 1024 > budget.totalBytes()) {
+            throw new IllegalArgumentException("read_ahead_kb " + kb + " for " + name + ": exceeds the shared readahead"
+                    + " budget of " + budget.totalBytes() / 1024 + " KiB; lower it or raise the budget");
+        }
+        lock.lock();
+        try {
+            readAheadBytes = kb * 1024;
+            for (Stream stream : streams) {
+                stream.clear();
+            }
+            dropRange(0, (size - 1) / segmentBytes, false);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    public ReadaheadBudget budget() {
+        return budget;
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public long size() {
+        return size;
+    }
+
+    @Override
+    public int logicalBlockSize() {
+        return below.logicalBlockSize();
+    }
+
+    @Override
+    public Geometry geometry() {
+        return below.geometry();
+    }
+
+    @Override
+    public BlockDevice below() {
+        return below;
+    }
+
+    @Override
+    public IoStats stats() {
+        return stats;
+    }
+
+    @Override
+    public boolean supportsDiscard() {
+        return below.supportsDiscard();
+    }
+
+    @Override
+    public boolean discardZeroes() {
+        return below.discardZeroes();
+    }
+
+    @Override
+    public void read(long offset, ByteBuffer dst) throws IOException {
+        int length = dst.remaining();
+        BlockDevice.checkRange(this, offset, length);
+        long started = stats.startIo();
+        try {
+            if (length > 0 && servedFromPrefetch(offset, dst, length)) {
+                hits.increment();
+                hitBytes.add(length);
+            } else {
+                misses.increment();
+                below.read(offset, dst);
+            }
+            stats.endRead(started, length);
+        } catch (IOException | RuntimeException e) {
+            stats.endFailed(started);
+            throw e;
+        }
+    }
+
+    @Override
+    public void write(long offset, ByteBuffer src) throws IOException {
+        int length = src.remaining();
+        BlockDevice.checkRange(this, offset, length);
+        long started = stats.startIo();
+        try {
+            below.write(offset, src);
+            stats.endWrite(started, length);
+        } catch (IOException | RuntimeException e) {
+            stats.endFailed(started);
+            throw e;
+        } finally {
+            invalidate(offset, length);
+        }
+    }
+
+    @Override
+    public void discard(long offset, long length) throws IOException {
+        BlockDevice.checkRange(this, offset, length);
+        try {
+            below.discard(offset, length);
+            stats.countDiscard(length);
+        } finally {
+            invalidate(offset, length);
+        }
+    }
+
+    @Override
+    public void flush() throws IOException {
+        below.flush();
+        stats.countFlush();
+    }
+
+    /** Stops the prefetch threads, returns every segment to the budget, then closes the device below. */
+    @Override
+    public void close() throws IOException {
+        lock.lock();
+        try {
+            closed = true;
+            dropRange(0, (size - 1) / segmentBytes, false);
+        } finally {
+            lock.unlock();
+        }
+        // Queued prefetches now find their segment dropped and return it without I/O. No interrupt:
+        // interrupting a FileChannel read would close the member file under the layers below.
+        prefetcher.shutdown();
+        try {
+            if (!prefetcher.awaitTermination(30, TimeUnit.SECONDS)) {
+                log.warn("{}: prefetch threads still busy 30 s after close; closing the device below anyway", name);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        below.close();
+    }
+
+    // ---- read path (all private methods below run with the lock held unless they say otherwise) ----
+
+    /** Copies the read from READY segments and returns true, or returns false for the caller to go below. */
+    private boolean servedFromPrefetch(long offset, ByteBuffer dst, int length) throws IOException {
+        long end = offset + length;
+        long first = offset / segmentBytes;
+        long last = (end - 1) / segmentBytes;
+        lock.lock();
+        try {
+            if (readAheadBytes == 0 || closed) {
+                return false;
+            }
+            followStreams(offset, end, length);
+            while (true) {
+                boolean loading = false;
+                for (long i = first; i <= last; i++) {
+                    Segment segment = table.get(i);
+                    if (segment == null || segment.state == Segment.State.QUEUED) {
+                        dropCoveredBy(first, last, end);
+                        return false;
+                    }
+                    loading |= segment.state == Segment.State.LOADING;
+                }
+                if (!loading) {
+                    copyOut(offset, dst, length, first, last);
+                    return true;
+                }
+                try {
+                    loadEnded.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new InterruptedIOException(name + ": interrupted while waiting for a prefetch of byte " + offset);
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void copyOut(long offset, ByteBuffer dst, int length, long first, long last) {
+        int base = dst.position();
+        long end = offset + length;
+        for (long i = first; i <= last; i++) {
+            Segment segment = table.get(i);
+            long from = Math.max(offset, segment.start);
+            long to = Math.min(end, segment.end());
+            dst.put(base + (int) (from - offset), segment.buffer, (int) (from - segment.start), (int) (to - from));
+            segment.served = true;
+            if (to == segment.end()) {
+                // Read to its last block: the stream has moved on, give the memory back.
+                table.remove(i);
+                drop(segment);
+            }
+        }
+        dst.position(base + length);
+    }
+
+    /** On a miss, READY segments the read went past are of no more use to the stream that fetched them. */
+    private void dropCoveredBy(long first, long last, long end) {
+        for (long i = first; i <= last; i++) {
+            Segment segment = table.get(i);
+            if (segment != null && segment.state == Segment.State.READY && segment.end() <= end) {
+                table.remove(i);
+                drop(segment);
+            }
+        }
+    }
+
+    /** Finds or starts the read's stream and issues the next window when the reader has entered the last one. */
+    private void followStreams(long offset, long end, int length) {
+        long limit = readAheadBytes;
+        Stream stream = streamContinuedBy(offset);
+        if (stream == null) {
+            stream = victimStream();
+            retire(stream);
+            stream.start(end, ++tick);
+            return;
+        }
+        stream.lastUse = ++tick;
+        stream.next = Math.max(stream.next, end);
+        boolean rampStart = stream.window == 0;
+        if (length >= limit || (!rampStart && end <= stream.triggerAt)) {
+            return;
+        }
+        long window = rampStart ? initialWindow(length, limit) : Math.min(2 * stream.window, limit);
+        long from = Math.max(stream.prefetchEnd, end / segmentBytes * segmentBytes);
+        long to = Math.min(from + window, size);
+        if (from >= to) {
+            return;
+        }
+        long issuedTo = issue(from, to);
+        if (issuedTo > from) {
+            stream.window = window;
+            stream.triggerAt = from;
+            stream.prefetchEnd = issuedTo;
+        }
+    }
+
+    /** The kernel's initial window: the request rounded up to a power of two, times 4 or 2 while small. */
+    private long initialWindow(int length, long limit) {
+        long size = Long.highestOneBit(length);
+        if (size < length) {
+            size <<= 1;
+        }
+        if (size <= limit / 32) {
+            size *= 4;
+        } else if (size <= limit / 4) {
+            size *= 2;
+        } else {
+            size = limit;
+        }
+        long segments = (size + segmentBytes - 1) / segmentBytes;
+        return Math.min(limit, segments * segmentBytes);
+    }
+
+    /** Queues prefetches of the segments of {@code [from, to)} not yet held; returns where it stopped. */
+    private long issue(long from, long to) {
+        for (long i = from / segmentBytes; i * segmentBytes < to; i++) {
+            if (table.get(i) != null) {
+                continue;
+            }
+            Segment segment = budget.tryAcquire();
+            if (segment == null) {
+                prefetchSkippedNoBudget.increment();
+                return i * segmentBytes;
+            }
+            long start = i * segmentBytes;
+            segment.assign(this, i, start, (int) Math.min(segmentBytes, size - start));
+            table.put(i, segment);
+            prefetcher.execute(segment);
+        }
+        return to;
+    }
+
+    private Stream streamContinuedBy(long offset) {
+        for (Stream stream : streams) {
+            if (stream.continuedBy(offset)) {
+                return stream;
+            }
+        }
+        return null;
+    }
+
+    /** An unused slot, else the least recently used candidate, else the least recently used stream. */
+    private Stream victimStream() {
+        Stream candidate = null;
+        Stream any = null;
+        for (Stream stream : streams) {
+            if (!stream.active) {
+                return stream;
+            }
+            if (stream.window == 0 && (candidate == null || stream.lastUse < candidate.lastUse)) {
+                candidate = stream;
+            }
+            if (any == null || stream.lastUse < any.lastUse) {
+                any = stream;
+            }
+        }
+        return candidate != null ? candidate : any;
+    }
+
+    /** Gives back what a stream being replaced prefetched and never read. */
+    private void retire(Stream stream) {
+        if (stream.active && stream.prefetchEnd > stream.next) {
+            dropRange(stream.next / segmentBytes, (stream.prefetchEnd - 1) / segmentBytes, true);
+        }
+        stream.clear();
+    }
+
+    // ---- invalidation and segment release ----
+
+    private void invalidate(long offset, long length) {
+        if (length == 0) {
+            return;
+        }
+        lock.lock();
+        try {
+            dropRange(offset / segmentBytes, (offset + length - 1) / segmentBytes, false);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Drops every segment numbered in {@code [first, last]}; with {@code onlyUnread}, those already
+     * partly served stay for their reader.
+     */
+    private void dropRange(long first, long last, boolean onlyUnread) {
+        if (table.size() == 0) {
+            return;
+        }
+        if (last - first < table.size()) {
+            for (long i = first; i <= last; i++) {
+                Segment segment = table.get(i);
+                if (segment != null && !(onlyUnread && segment.served)) {
+                    table.remove(i);
+                    drop(segment);
+                }
+            }
+            return;
+        }
+        int found = table.collect(first, last, sweep);
+        for (int k = 0; k < found; k++) {
+            Segment segment = sweep[k];
+            sweep[k] = null;
+            if (!(onlyUnread && segment.served)) {
+                table.remove(segment.index);
+                drop(segment);
+            }
+        }
+    }
+
+    /** The segment has left the table: free it now if READY, else mark it for its loader to free. */
+    private void drop(Segment segment) {
+        segment.dropped = true;
+        if (segment.state == Segment.State.READY) {
+            if (!segment.served) {
+                wastedPrefetchBytes.add(segment.length);
+            }
+            free(segment);
+        }
+    }
+
+    private void free(Segment segment) {
+        segment.state = Segment.State.FREE;
+        segment.owner = null;
+        budget.release(segment);
+    }
+
+    // ---- prefetch threads ----
+
+    /** Body of a prefetch task; runs on this device's executor, without the lock held on entry. */
+    void prefetch(Segment segment) {
+        lock.lock();
+        try {
+            if (segment.dropped) {
+                free(segment);
+                return;
+            }
+            segment.state = Segment.State.LOADING;
+        } finally {
+            lock.unlock();
+        }
+        boolean loaded = readBelowInto(segment);
+        lock.lock();
+        try {
+            if (loaded) {
+                prefetchBytes.add(segment.length);
+            } else {
+                prefetchErrors.increment();
+            }
+            if (segment.dropped) {
+                if (loaded) {
+                    wastedPrefetchBytes.add(segment.length);
+                }
+                free(segment);
+            } else if (loaded) {
+                segment.state = Segment.State.READY;
+            } else {
+                table.remove(segment.index);
+                free(segment);
+            }
+            loadEnded.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Reads the segment from below without the lock; a failure is logged and reported to no reader. */
+    private boolean readBelowInto(Segment segment) {
+        ByteBuffer buffer = segment.buffer;
+        buffer.clear().limit(segment.length);
+        try {
+            below.read(segment.start, buffer);
+            return true;
+        } catch (IOException e) {
+            log.debug("{}: prefetch of bytes [{}, {}) failed and was dropped; readers of them go below themselves: {}",
+                    name, segment.start, segment.end(), e.toString());
+            return false;
+        } catch (RuntimeException e) {
+            log.warn("{}: prefetch of bytes [{}, {}) failed unexpectedly and was dropped", name, segment.start,
+                    segment.end(), e);
+            return false;
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "readahead(" + name + ", read_ahead_kb=" + readAheadKb() + ")";
+    }
+
+    /** Per-stream readahead state; guarded by the device lock. */
+    private static final class Stream {
+        boolean active;
+        long lastUse;
+        /** End of the furthest read of the stream. */
+        long next;
+        /** Size of the most recent window; 0 while the stream is only a candidate. */
+        long window;
+        /** Start of the most recent window: a read ending beyond it issues the next window. */
+        long triggerAt;
+        /** End of the prefetched range. */
+        long prefetchEnd;
+
+        void start(long end, long now) {
+            active = true;
+            lastUse = now;
+            next = end;
+            window = 0;
+            triggerAt = 0;
+            prefetchEnd = 0;
+        }
+
+        boolean continuedBy(long offset) {
+            if (!active) {
+                return false;
+            }
+            return offset == next || (window > 0 && offset >= next - window && offset < prefetchEnd);
+        }
+
+        void clear() {
+            active = false;
+            window = 0;
+            prefetchEnd = 0;
+        }
+    }
+}

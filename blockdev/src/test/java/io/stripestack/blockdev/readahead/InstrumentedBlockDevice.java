@@ -1,0 +1,100 @@
+package io.stripestack.blockdev.readahead;
+
+import io.stripestack.blockdev.BlockDevice;
+import io.stripestack.blockdev.Geometry;
+import io.stripestack.blockdev.IoStats;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Test wrapper below a readahead stage: tells prefetch reads (from {@code readahead-*} threads) from
+ * foreground reads, can slow reads down, can hold prefetch reads after they have read their bytes (so a
+ * test can write while a prefetch holding old bytes is in flight), and can offer a geometry of its own.
+ */
+final class InstrumentedBlockDevice implements BlockDevice {
+    private final BlockDevice inner;
+    private final Geometry geometry;
+    final LongAdder foregroundReads = new LongAdder();
+    final LongAdder prefetchReads = new LongAdder();
+    final ConcurrentLinkedQueue<Long> prefetchOffsets = new ConcurrentLinkedQueue<>();
+    final AtomicInteger heldPrefetches = new AtomicInteger();
+    private volatile long readDelayNanos;
+    private volatile CountDownLatch prefetchGate;
+
+    InstrumentedBlockDevice(BlockDevice inner) {
+        this(inner, inner.geometry());
+    }
+
+    InstrumentedBlockDevice(BlockDevice inner, Geometry geometry) {
+        this.inner = inner;
+        this.geometry = geometry;
+    }
+
+    void delayReads(long nanos) {
+        readDelayNanos = nanos;
+    }
+
+    /** Prefetch reads from now on read their bytes, then wait until {@link #releasePrefetches}. */
+    void holdPrefetches() {
+        prefetchGate = new CountDownLatch(1);
+    }
+
+    void releasePrefetches() {
+        CountDownLatch gate = prefetchGate;
+        prefetchGate = null;
+        if (gate != null) {
+            gate.countDown();
+        }
+    }
+
+    static boolean isPrefetchThread() {
+        return Thread.currentThread().getName().startsWith("readahead-");
+    }
+
+    @Override
+    public void read(long offset, ByteBuffer dst) throws IOException {
+        boolean prefetch = isPrefetchThread();
+        (prefetch ? prefetchReads : foregroundReads).increment();
+        if (prefetch) {
+            prefetchOffsets.add(offset);
+        }
+        long delay = readDelayNanos;
+        if (delay > 0) {
+            LockSupport.parkNanos(delay);
+        }
+        inner.read(offset, dst);
+        CountDownLatch gate = prefetchGate;
+        if (prefetch && gate != null) {
+            heldPrefetches.incrementAndGet();
+            try {
+                if (!gate.await(10, TimeUnit.SECONDS)) {
+                    throw new IOException("test gate never released");
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted at test gate", e);
+            } finally {
+                heldPrefetches.decrementAndGet();
+            }
+        }
+    }
+
+    @Override public String name() { return inner.name(); }
+    @Override public long size() { return inner.size(); }
+    @Override public int logicalBlockSize() { return inner.logicalBlockSize(); }
+    @Override public Geometry geometry() { return geometry; }
+    @Override public void write(long offset, ByteBuffer src) throws IOException { inner.write(offset, src); }
+    @Override public void flush() throws IOException { inner.flush(); }
+    @Override public boolean supportsDiscard() { return inner.supportsDiscard(); }
+    @Override public boolean discardZeroes() { return inner.discardZeroes(); }
+    @Override public void discard(long offset, long length) throws IOException { inner.discard(offset, length); }
+    @Override public IoStats stats() { return inner.stats(); }
+    @Override public BlockDevice below() { return inner; }
+    @Override public void close() throws IOException { inner.close(); }
+}
