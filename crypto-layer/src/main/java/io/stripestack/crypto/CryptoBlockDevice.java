@@ -1,0 +1,297 @@
+package io.stripestack.crypto;
+
+import io.stripestack.blockdev.BlockDevice;
+import io.stripestack.blockdev.Geometry;
+import io.stripestack.blockdev.IoStats;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.concurrent.atomic.LongAdder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A dm-crypt compatible encryption layer over another {@link BlockDevice}: the bytes it stores below are
+ * what the kernel's dm-crypt target {@code <spec> <key> <skip> <device> <offset> [sector_size:N]
+ * [iv_large_sectors]} would store, so the device below opens with {@code cryptsetup open --type plain} (or
+ * through a LUKS header) with the same parameters.
+ *
+ * <p>Layout: the payload starts {@code offsetSectors} 512-byte sectors into the device below
+ * (cryptsetup {@code --offset}); byte {@code x} of this device is byte {@code offset * 512 + x} below. The IV
+ * of the crypto sector at byte {@code x} derives from {@code x / 512 + skipSectors} (cryptsetup
+ * {@code --skip}), divided by {@code sectorSize / 512} with iv_large_sectors; see {@link SectorCipher}.
+ * The size is what is left below after the offset, rounded down to the crypto sector size, which is also
+ * this device's logical block size.
+ *
+ * <p>I/O: a read fills the caller's buffer from below and decrypts it in place; a write encrypts into a
+ * buffer this layer owns (one per thread, grown on demand up to {@link #MAX_WRITE_BUFFER} and kept; longer
+ * writes go down in pieces of that size) and never touches the caller's bytes. Requests of
+ * {@link ParallelCipher#PARALLEL_MIN_BYTES} or more are encrypted/decrypted on several cores. A failed read
+ * leaves the caller's buffer with undefined contents. Offsets and lengths must be multiples of the crypto
+ * sector size ({@link IllegalArgumentException} naming it otherwise).
+ *
+ * <p>Threads: thread-safe as the {@link BlockDevice} contract requires. Immutable configuration; the cipher
+ * keeps per-thread ciphers, this class per-thread write buffers (ThreadLocal, used by the owning thread
+ * only); counters are LongAdders. {@link #close()} must come after I/O has drained.
+ *
+ * <p>Ownership: the layer owns its {@link SectorCipher} and the device below; {@link #close()} zeroes the
+ * key and closes the device below.
+ */
+public final class CryptoBlockDevice implements BlockDevice {
+    private static final Logger log = LoggerFactory.getLogger(CryptoBlockDevice.class);
+    /** Largest per-thread write buffer; longer writes are encrypted and written in pieces of this size. */
+    static final int MAX_WRITE_BUFFER = 4 * 1024 * 1024;
+    private static final int MIN_WRITE_BUFFER = 64 * 1024;
+    private static final int BUFFER_ALIGNMENT = 4096;
+
+    private final String name;
+    private final BlockDevice below;
+    private final SectorCipher cipher;
+    private final long offsetSectors;
+    private final long skipSectors;
+    private final long payloadStart;
+    private final long size;
+    private final int sectorSize;
+    private final boolean allowDiscards;
+    private final Geometry geometry;
+    private final IoStats stats;
+    private final LongAdder sectorsEncrypted;
+    private final LongAdder sectorsDecrypted;
+    private final ThreadLocal<ByteBuffer> writeBuffers = new ThreadLocal<>();
+
+    /**
+     * @param name          device name for logs and statistics, e.g. {@code crypt0}
+     * @param below         the device holding the ciphertext (a RAID-5 array, a file...); owned from now on
+     * @param cipher        spec, key, sector size and iv_large_sectors; owned from now on
+     * @param offsetSectors where the payload starts below, in 512-byte sectors (cryptsetup {@code --offset})
+     * @param skipSectors   IV offset in 512-byte sectors (cryptsetup {@code --skip})
+     * @param allowDiscards pass discards down (dm-crypt {@code allow_discards}); reveals which sectors are unused
+     * @throws IllegalArgumentException when the configuration cannot work, naming the fix
+     */
+    public CryptoBlockDevice(String name, BlockDevice below, SectorCipher cipher, long offsetSectors,
+                             long skipSectors, boolean allowDiscards) {
+        this.name = name;
+        this.below = below;
+        this.cipher = cipher;
+        this.offsetSectors = offsetSectors;
+        this.skipSectors = skipSectors;
+        this.sectorSize = cipher.sectorSize();
+        this.allowDiscards = allowDiscards;
+        this.payloadStart = offsetSectors * 512;
+        if (offsetSectors < 0 || skipSectors < 0) {
+            throw new IllegalArgumentException(name + ": offset " + offsetSectors + " and skip " + skipSectors
+                    + " must not be negative");
+        }
+        if (sectorSize < below.logicalBlockSize()) {
+            throw new IllegalArgumentException(name + ": crypto sector size " + sectorSize + " is smaller than the "
+                    + below.logicalBlockSize() + "-byte blocks of " + below.name() + "; use sector size "
+                    + below.logicalBlockSize() + " or more");
+        }
+        if (payloadStart % below.logicalBlockSize() != 0) {
+            throw new IllegalArgumentException(name + ": payload offset " + offsetSectors + " sectors is not a multiple of "
+                    + below.name() + "'s " + below.logicalBlockSize() + "-byte blocks; use a multiple of "
+                    + below.logicalBlockSize() / 512 + " sectors");
+        }
+        if (cipher.ivLargeSectors() && skipSectors % (sectorSize / 512) != 0) {
+            throw new IllegalArgumentException(name + ": with iv_large_sectors the skip (" + skipSectors
+                    + " sectors) must be a multiple of " + sectorSize / 512 + " (the " + sectorSize + "-byte sector)");
+        }
+        long usable = below.size() - payloadStart;
+        if (usable < sectorSize) {
+            throw new IllegalArgumentException(name + ": payload offset " + offsetSectors + " sectors leaves no room on "
+                    + below.name() + " of " + below.size() + " bytes");
+        }
+        this.size = usable - usable % sectorSize;
+        Geometry belowGeometry = below.geometry();
+        this.geometry = geometryAbove(belowGeometry, payloadStart, sectorSize);
+        this.stats = new IoStats(name);
+        this.sectorsEncrypted = stats.counter("sectors_encrypted");
+        this.sectorsDecrypted = stats.counter("sectors_decrypted");
+        logAlignment(belowGeometry);
+    }
+
+    /** The geometry below, shifted by the payload offset and coarsened to whole crypto sectors. */
+    static Geometry geometryAbove(Geometry below, long payloadStart, int sectorSize) {
+        Geometry shifted = below.shiftedBy(payloadStart);
+        int minimumIo = Math.max(shifted.minimumIo(), sectorSize);
+        int optimalIo = lcm(shifted.optimalIo(), minimumIo);
+        int maxTransfer = shifted.maxTransfer() == 0 ? 0 : Math.max(sectorSize, shifted.maxTransfer() - shifted.maxTransfer() % sectorSize);
+        return new Geometry(minimumIo, optimalIo, shifted.alignmentOffset() % optimalIo, maxTransfer);
+    }
+
+    private static int lcm(int a, int b) {
+        int x = a;
+        int y = b;
+        while (y != 0) {
+            int t = x % y;
+            x = y;
+            y = t;
+        }
+        return Math.multiplyExact(a / x, b);
+    }
+
+    private void logAlignment(Geometry belowGeometry) {
+        if (geometry.isOptimalIoAligned()) {
+            log.info("{}: {} over {}, payload at sector {} (aligned to the {}-byte optimal I/O below), skip {}, {} bytes",
+                    name, cipher, below.name(), offsetSectors, belowGeometry.optimalIo(), skipSectors, size);
+            return;
+        }
+        long stripe = belowGeometry.optimalIo();
+        // offsets below that start a stripe are alignmentOffset + k * stripe; take the first at or after
+        // the current offset so a header in front of the payload keeps its room
+        long first = belowGeometry.alignmentOffset();
+        long aligned = payloadStart <= first ? first : first + ((payloadStart - first + stripe - 1) / stripe) * stripe;
+        log.warn("{}: payload offset {} sectors ({} bytes) is misaligned with the {}-byte optimal I/O (stripe) of {}: "
+                        + "every full-stripe write above becomes two partial ones. Use offset {} sectors "
+                        + "(cryptsetup --offset / --align-payload) to align it.",
+                name, offsetSectors, payloadStart, stripe, below.name(), aligned / 512);
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public long size() {
+        return size;
+    }
+
+    @Override
+    public int logicalBlockSize() {
+        return sectorSize;
+    }
+
+    @Override
+    public Geometry geometry() {
+        return geometry;
+    }
+
+    public SectorCipher cipher() {
+        return cipher;
+    }
+
+    public long offsetSectors() {
+        return offsetSectors;
+    }
+
+    public long skipSectors() {
+        return skipSectors;
+    }
+
+    @Override
+    public void read(long offset, ByteBuffer dst) throws IOException {
+        int length = dst.remaining();
+        checkRequest(offset, length);
+        int start = dst.position();
+        long t = stats.startIo();
+        try {
+            below.read(payloadStart + offset, dst);
+            ParallelCipher.run(cipher, false, dst, start, dst, start, length, ivSector(offset));
+        } catch (IOException | RuntimeException e) {
+            stats.endFailed(t);
+            throw e;
+        }
+        sectorsDecrypted.add(length / sectorSize);
+        stats.endRead(t, length);
+    }
+
+    @Override
+    public void write(long offset, ByteBuffer src) throws IOException {
+        int length = src.remaining();
+        checkRequest(offset, length);
+        long t = stats.startIo();
+        try {
+            ByteBuffer buffer = writeBuffer(length);
+            int srcIndex = src.position();
+            for (int done = 0; done < length; ) {
+                int n = Math.min(buffer.capacity(), length - done);
+                ParallelCipher.run(cipher, true, src, srcIndex + done, buffer, 0, n, ivSector(offset + done));
+                buffer.clear().limit(n);
+                below.write(payloadStart + offset + done, buffer);
+                done += n;
+            }
+            src.position(src.limit());
+        } catch (IOException | RuntimeException e) {
+            stats.endFailed(t);
+            throw e;
+        }
+        sectorsEncrypted.add(length / sectorSize);
+        stats.endWrite(t, length);
+    }
+
+    @Override
+    public void flush() throws IOException {
+        below.flush();
+        stats.countFlush();
+    }
+
+    @Override
+    public boolean supportsDiscard() {
+        return allowDiscards && below.supportsDiscard();
+    }
+
+    /** Discarded ranges read back as whatever the zeros (or garbage) below decrypt to: never as zeros. */
+    @Override
+    public boolean discardZeroes() {
+        return false;
+    }
+
+    @Override
+    public void discard(long offset, long length) throws IOException {
+        if (!supportsDiscard()) {
+            throw new UnsupportedOperationException(name + " does not pass discards down"
+                    + (allowDiscards ? " (" + below.name() + " does not support them)" : "; enable allow_discards"));
+        }
+        checkRequest(offset, length);
+        below.discard(payloadStart + offset, length);
+        stats.countDiscard(length);
+    }
+
+    @Override
+    public IoStats stats() {
+        return stats;
+    }
+
+    @Override
+    public BlockDevice below() {
+        return below;
+    }
+
+    /** Zeroes the key and closes the device below. */
+    @Override
+    public void close() throws IOException {
+        cipher.close();
+        below.close();
+    }
+
+    @Override
+    public String toString() {
+        return name + " (" + cipher + ", offset " + offsetSectors + ", skip " + skipSectors + ", over " + below.name() + ")";
+    }
+
+    /** dm-crypt's sector number of payload byte {@code offset}: 512-byte units plus the IV offset. */
+    private long ivSector(long offset) {
+        return offset / 512 + skipSectors;
+    }
+
+    private void checkRequest(long offset, long length) {
+        if (offset % sectorSize != 0 || length % sectorSize != 0) {
+            throw new IllegalArgumentException(name + ": offset " + offset + " / length " + length
+                    + " is not a multiple of the " + sectorSize + "-byte crypto sector size");
+        }
+        BlockDevice.checkRange(this, offset, length);
+    }
+
+    /** This thread's write buffer, grown (once) to fit {@code length} up to {@link #MAX_WRITE_BUFFER}. */
+    private ByteBuffer writeBuffer(int length) {
+        ByteBuffer buffer = writeBuffers.get();
+        int wanted = Math.min(MAX_WRITE_BUFFER, Math.max(MIN_WRITE_BUFFER, Integer.highestOneBit(length - 1) << 1));
+        if (buffer == null || buffer.capacity() < Math.min(length, MAX_WRITE_BUFFER)) {
+            // aligned, so a device below opened with O_DIRECT accepts it
+            buffer = ByteBuffer.allocateDirect(wanted + BUFFER_ALIGNMENT).alignedSlice(BUFFER_ALIGNMENT);
+            buffer = buffer.limit(wanted).slice();
+            writeBuffers.set(buffer);
+        }
+        return buffer;
+    }
+}
