@@ -1,0 +1,118 @@
+package io.stripestack.crypto.luks;
+
+import static org.junit.jupiter.api.Assertions.fail;
+
+import io.stripestack.blockdev.BlockDevice;
+import io.stripestack.blockdev.Geometry;
+import io.stripestack.blockdev.IoStats;
+import io.stripestack.blockdev.MemoryBlockDevice;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
+
+/** Shared helpers: cheap KDF costs, devices, byte flips and running cryptsetup. */
+final class LuksTestSupport {
+    static final Kdf.Pbkdf2 CHEAP_PBKDF2 = new Kdf.Pbkdf2(LuksHash.SHA256, 1000);
+    static final Kdf.Argon2 CHEAP_ARGON2 = Kdf.Argon2.id(4, 32, 1);
+
+    private LuksTestSupport() {
+    }
+
+    static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    static MemoryBlockDevice memory(int mib) {
+        return new MemoryBlockDevice("mem", mib << 20, 512);
+    }
+
+    static LuksFormatOptions cheap(LuksFormatOptions options) {
+        return options.withKdf(options.version() == 1 ? CHEAP_PBKDF2 : CHEAP_ARGON2).withDigestIterations(1000);
+    }
+
+    /** XORs {@code mask} into the byte at {@code offset}. */
+    static void flip(BlockDevice device, long offset, int mask) throws IOException {
+        byte[] b = LuksIo.read(device, offset, 1);
+        b[0] ^= (byte) mask;
+        LuksIo.write(device, offset, b);
+    }
+
+    /** A memory device reporting a chosen optimal I/O size (a RAID-5 stripe). */
+    static BlockDevice withOptimalIo(MemoryBlockDevice inner, int chunk, int optimal) {
+        return new BlockDevice() {
+            @Override public String name() { return inner.name(); }
+            @Override public long size() { return inner.size(); }
+            @Override public int logicalBlockSize() { return inner.logicalBlockSize(); }
+            @Override public Geometry geometry() { return new Geometry(chunk, optimal, 0, 0); }
+            @Override public void read(long offset, ByteBuffer dst) { inner.read(offset, dst); }
+            @Override public void write(long offset, ByteBuffer src) { inner.write(offset, src); }
+            @Override public void flush() { inner.flush(); }
+            @Override public IoStats stats() { return inner.stats(); }
+            @Override public void close() { inner.close(); }
+        };
+    }
+
+    // ---- external tools -------------------------------------------------------------------------------
+
+    /** Skips the test if {@code tool} is missing, or fails it when running under CI=true. */
+    static void requireTool(String tool) {
+        boolean present;
+        try {
+            present = new ProcessBuilder("sh", "-c", "command -v " + tool).start().waitFor() == 0;
+        } catch (IOException | InterruptedException e) {
+            present = false;
+        }
+        if (!present) {
+            if ("true".equals(System.getenv("CI"))) {
+                fail(tool + " is required under CI=true but is not installed (apt-get install cryptsetup-bin openssl)");
+            }
+            Assumptions.abort(tool + " is not installed");
+        }
+    }
+
+    record Result(int exitCode, String stdout, String stderr) {
+    }
+
+    static Result run(String... command) throws IOException, InterruptedException {
+        Process process = new ProcessBuilder(command).redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
+                .start();
+        byte[] out = process.getInputStream().readAllBytes();
+        byte[] err = process.getErrorStream().readAllBytes();
+        if (!process.waitFor(60, TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+            fail(String.join(" ", command) + " timed out");
+        }
+        return new Result(process.exitValue(), new String(out, StandardCharsets.UTF_8), new String(err, StandardCharsets.UTF_8));
+    }
+
+    /** Runs a command that must succeed and returns its standard output. */
+    static String runOk(String... command) throws IOException, InterruptedException {
+        Result r = run(command);
+        if (r.exitCode() != 0) {
+            fail(String.join(" ", command) + " exited " + r.exitCode() + ": " + r.stderr() + r.stdout());
+        }
+        return r.stdout();
+    }
+
+    static List<String> cmd(String... parts) {
+        return new ArrayList<>(List.of(parts));
+    }
+
+    /** The hex after "MK dump:" in {@code cryptsetup luksDump --dump-volume-key} output. */
+    static byte[] dumpedVolumeKey(String dump) {
+        int at = dump.indexOf("MK dump:");
+        if (at < 0) {
+            fail("no MK dump in:\n" + dump);
+        }
+        String hex = dump.substring(at + "MK dump:".length()).replaceAll("[^0-9a-fA-F]", "");
+        byte[] key = new byte[hex.length() / 2];
+        for (int i = 0; i < key.length; i++) {
+            key[i] = (byte) Integer.parseInt(hex.substring(2 * i, 2 * i + 2), 16);
+        }
+        return key;
+    }
+}
