@@ -135,15 +135,21 @@ public final class CryptoBlockDevice implements BlockDevice {
                     name, cipher, below.name(), offsetSectors, belowGeometry.optimalIo(), skipSectors, size);
             return;
         }
-        long stripe = belowGeometry.optimalIo();
-        // offsets below that start a stripe are alignmentOffset + k * stripe; take the first at or after
-        // the current offset so a header in front of the payload keeps its room
-        long first = belowGeometry.alignmentOffset();
-        long aligned = payloadStart <= first ? first : first + ((payloadStart - first + stripe - 1) / stripe) * stripe;
         log.warn("{}: payload offset {} sectors ({} bytes) is misaligned with the {}-byte optimal I/O (stripe) of {}: "
                         + "every full-stripe write above becomes two partial ones. Use offset {} sectors "
                         + "(cryptsetup --offset / --align-payload) to align it.",
-                name, offsetSectors, payloadStart, stripe, below.name(), aligned / 512);
+                name, offsetSectors, payloadStart, belowGeometry.optimalIo(), below.name(),
+                alignedPayloadStart(belowGeometry, payloadStart) / 512);
+    }
+
+    /**
+     * The first payload start (bytes below) at or after {@code payloadStart} that begins an optimal-I/O unit
+     * of the device below; at or after, so a header in front of the payload keeps its room.
+     */
+    static long alignedPayloadStart(Geometry below, long payloadStart) {
+        long stripe = below.optimalIo();
+        long first = below.alignmentOffset();
+        return payloadStart <= first ? first : first + (payloadStart - first + stripe - 1) / stripe * stripe;
     }
 
     @Override
@@ -205,8 +211,9 @@ public final class CryptoBlockDevice implements BlockDevice {
             int srcIndex = src.position();
             for (int done = 0; done < length; ) {
                 int n = Math.min(buffer.capacity(), length - done);
+                buffer.clear(); // absolute puts are bounded by the limit the previous write left
                 ParallelCipher.run(cipher, true, src, srcIndex + done, buffer, 0, n, ivSector(offset + done));
-                buffer.clear().limit(n);
+                buffer.limit(n);
                 below.write(payloadStart + offset + done, buffer);
                 done += n;
             }
