@@ -349,11 +349,15 @@ public final class ReadaheadBlockDevice implements BlockDevice {
         dst.position(base + length);
     }
 
-    /** On a miss, READY segments the read went past are of no more use to the stream that fetched them. */
+    /**
+     * On a miss, segments the read went past are of no more use to the stream that fetched them: a reader
+     * that overtook its prefetch must not leave it holding budget behind it. A queued one is then freed
+     * by its task without I/O.
+     */
     private void dropCoveredBy(long first, long last, long end) {
         for (long i = first; i <= last; i++) {
             Segment segment = table.get(i);
-            if (segment != null && segment.state == Segment.State.READY && segment.end() <= end) {
+            if (segment != null && segment.end() <= end) {
                 table.remove(i);
                 drop(segment);
             }

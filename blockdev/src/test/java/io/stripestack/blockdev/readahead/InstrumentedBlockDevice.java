@@ -14,8 +14,9 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * Test wrapper below a readahead stage: tells prefetch reads (from {@code readahead-*} threads) from
- * foreground reads, can slow reads down, can hold prefetch reads after they have read their bytes (so a
- * test can write while a prefetch holding old bytes is in flight), and can offer a geometry of its own.
+ * foreground reads, can slow reads down, can hold prefetch reads before or after they have read their
+ * bytes (so a test can write while a prefetch holding old bytes is in flight, or arm a fault below for
+ * the prefetch alone), and can offer a geometry of its own.
  */
 final class InstrumentedBlockDevice implements BlockDevice {
     private final BlockDevice inner;
@@ -26,6 +27,7 @@ final class InstrumentedBlockDevice implements BlockDevice {
     final AtomicInteger heldPrefetches = new AtomicInteger();
     private volatile long readDelayNanos;
     private volatile CountDownLatch prefetchGate;
+    private volatile boolean holdBeforeReading;
 
     InstrumentedBlockDevice(BlockDevice inner) {
         this(inner, inner.geometry());
@@ -42,6 +44,13 @@ final class InstrumentedBlockDevice implements BlockDevice {
 
     /** Prefetch reads from now on read their bytes, then wait until {@link #releasePrefetches}. */
     void holdPrefetches() {
+        holdBeforeReading = false;
+        prefetchGate = new CountDownLatch(1);
+    }
+
+    /** Prefetch reads from now on wait until {@link #releasePrefetches}, then read. */
+    void holdPrefetchesBeforeReading() {
+        holdBeforeReading = true;
         prefetchGate = new CountDownLatch(1);
     }
 
@@ -68,20 +77,30 @@ final class InstrumentedBlockDevice implements BlockDevice {
         if (delay > 0) {
             LockSupport.parkNanos(delay);
         }
+        if (prefetch && holdBeforeReading) {
+            awaitGate();
+        }
         inner.read(offset, dst);
+        if (prefetch && !holdBeforeReading) {
+            awaitGate();
+        }
+    }
+
+    private void awaitGate() throws IOException {
         CountDownLatch gate = prefetchGate;
-        if (prefetch && gate != null) {
-            heldPrefetches.incrementAndGet();
-            try {
-                if (!gate.await(10, TimeUnit.SECONDS)) {
-                    throw new IOException("test gate never released");
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IOException("interrupted at test gate", e);
-            } finally {
-                heldPrefetches.decrementAndGet();
+        if (gate == null) {
+            return;
+        }
+        heldPrefetches.incrementAndGet();
+        try {
+            if (!gate.await(10, TimeUnit.SECONDS)) {
+                throw new IOException("test gate never released");
             }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted at test gate", e);
+        } finally {
+            heldPrefetches.decrementAndGet();
         }
     }
 

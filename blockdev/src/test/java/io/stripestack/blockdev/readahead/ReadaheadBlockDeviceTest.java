@@ -1,0 +1,308 @@
+package io.stripestack.blockdev.readahead;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.stripestack.blockdev.FaultInjectingBlockDevice;
+import io.stripestack.blockdev.Geometry;
+import io.stripestack.blockdev.MemoryBlockDevice;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class ReadaheadBlockDeviceTest {
+    private static final int KIB = 1024;
+    private static final int SEGMENT = 64 * KIB;
+
+    /** A memory device whose every 4-byte word holds its own byte offset, so any misplaced byte shows. */
+    private static MemoryBlockDevice patterned(String name, int size) throws IOException {
+        MemoryBlockDevice device = new MemoryBlockDevice(name, size, 512);
+        ByteBuffer all = ByteBuffer.allocate(size);
+        for (int i = 0; i < size; i += 4) {
+            all.putInt(i, i);
+        }
+        device.write(0, all);
+        return device;
+    }
+
+    private static void assertPattern(ByteBuffer data, long offset) {
+        for (int i = 0; i < data.limit(); i += 4) {
+            if (data.getInt(i) != (int) (offset + i)) {
+                throw new AssertionError("byte " + (offset + i) + " holds " + data.getInt(i));
+            }
+        }
+    }
+
+    private static ByteBuffer read(ReadaheadBlockDevice device, long offset, int length) throws IOException {
+        ByteBuffer buffer = ByteBuffer.allocate(length);
+        device.read(offset, buffer);
+        assertEquals(length, buffer.position());
+        return buffer.flip();
+    }
+
+    private static void await(String what, BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("timed out waiting for " + what);
+            }
+            Thread.sleep(1);
+        }
+    }
+
+    @Test
+    void sequentialReadsAreServedFromPrefetchWithFewerLargerReadsBelow() throws Exception {
+        int size = 8 << 20;
+        InstrumentedBlockDevice below = new InstrumentedBlockDevice(patterned("seq", size));
+        below.delayReads(20_000);
+        ReadaheadBudget budget = new ReadaheadBudget(2 << 20, SEGMENT);
+        try (ReadaheadBlockDevice device = new ReadaheadBlockDevice(below, budget)) {
+            device.setReadAheadKb(512);
+            int reads = size / (4 * KIB);
+            for (int i = 0; i < reads; i++) {
+                assertPattern(read(device, (long) i * 4 * KIB, 4 * KIB), (long) i * 4 * KIB);
+            }
+            long hits = device.stats().layerCounter("readahead_hits");
+            long readsBelow = below.foregroundReads.sum() + below.prefetchReads.sum();
+            assertTrue(hits > reads * 8L / 10, "hits " + hits + " of " + reads + " reads: " + device.stats());
+            assertEquals(reads, hits + device.stats().layerCounter("readahead_misses"));
+            assertTrue(readsBelow < reads / 8, readsBelow + " reads below for " + reads + " reads");
+            assertTrue(device.stats().layerCounter("prefetch_bytes") >= size - 512 * KIB);
+            assertEquals(4L * KIB * hits, device.stats().layerCounter("readahead_hit_bytes"));
+        }
+        assertEquals(0, budget.inUseBytes(), "close returns every segment");
+    }
+
+    @Test
+    void interleavedStreamsFromSeveralThreadsEachGetReadahead() throws Exception {
+        int streams = 4;
+        int region = 2 << 20;
+        InstrumentedBlockDevice below = new InstrumentedBlockDevice(patterned("interleaved", streams * region));
+        below.delayReads(20_000);
+        ReadaheadBudget budget = new ReadaheadBudget(4 << 20, SEGMENT);
+        try (ReadaheadBlockDevice device = new ReadaheadBlockDevice(below, budget)) {
+            device.setReadAheadKb(256);
+            List<Thread> readers = new ArrayList<>();
+            List<Throwable> failures = java.util.Collections.synchronizedList(new ArrayList<>());
+            for (int s = 0; s < streams; s++) {
+                long base = (long) s * region;
+                Thread reader = new Thread(() -> {
+                    try {
+                        for (long at = base; at < base + region; at += 8 * KIB) {
+                            assertPattern(read(device, at, 8 * KIB), at);
+                        }
+                    } catch (Throwable t) {
+                        failures.add(t);
+                    }
+                }, "reader-" + s);
+                readers.add(reader);
+                reader.start();
+            }
+            for (Thread reader : readers) {
+                reader.join();
+            }
+            assertEquals(List.of(), failures);
+            long[] prefetchedPerStream = new long[streams];
+            for (long offset : below.prefetchOffsets) {
+                prefetchedPerStream[(int) (offset / region)] += SEGMENT;
+            }
+            for (int s = 0; s < streams; s++) {
+                assertTrue(prefetchedPerStream[s] >= region / 2, "stream " + s + " prefetched only "
+                        + prefetchedPerStream[s] + " bytes of its " + region);
+            }
+            long reads = (long) streams * region / (8 * KIB);
+            long hits = device.stats().layerCounter("readahead_hits");
+            assertTrue(hits > reads * 3 / 4, "hits " + hits + " of " + reads);
+        }
+    }
+
+    @Test
+    void randomReadsTriggerNoPrefetch() throws Exception {
+        int size = 32 << 20;
+        InstrumentedBlockDevice below = new InstrumentedBlockDevice(patterned("random", size));
+        ReadaheadBudget budget = new ReadaheadBudget(1 << 20, SEGMENT);
+        try (ReadaheadBlockDevice device = new ReadaheadBlockDevice(below, budget)) {
+            Random random = new Random(5);
+            Set<Long> ends = new HashSet<>();
+            int reads = 3000;
+            for (int i = 0; i < reads; i++) {
+                long offset;
+                do {
+                    offset = random.nextInt(size / (4 * KIB)) * 4L * KIB;
+                } while (ends.contains(offset));
+                ends.add(offset + 4 * KIB);
+                assertPattern(read(device, offset, 4 * KIB), offset);
+            }
+            assertEquals(0, below.prefetchReads.sum());
+            assertEquals(reads, below.foregroundReads.sum());
+            assertEquals(0, device.stats().layerCounter("prefetch_bytes"));
+            assertEquals(reads, device.stats().layerCounter("readahead_misses"));
+            assertEquals(0, budget.inUseBytes());
+        }
+    }
+
+    @Test
+    void writeDuringAnInFlightPrefetchIsNotUndoneByIt() throws Exception {
+        InstrumentedBlockDevice below = new InstrumentedBlockDevice(patterned("inflight", 4 << 20));
+        ReadaheadBudget budget = new ReadaheadBudget(1 << 20, SEGMENT);
+        try (ReadaheadBlockDevice device = new ReadaheadBlockDevice(below, budget)) {
+            below.holdPrefetches();
+            read(device, 0, 4 * KIB);
+            read(device, 4 * KIB, 4 * KIB);
+            await("a prefetch holding the old bytes of segment 0", () -> below.heldPrefetches.get() == 1);
+
+            byte[] fresh = new byte[4 * KIB];
+            java.util.Arrays.fill(fresh, (byte) 0x5a);
+            device.write(8 * KIB, ByteBuffer.wrap(fresh));
+            below.releasePrefetches();
+            await("the stale prefetch to finish", () -> device.stats().layerCounter("prefetch_bytes") >= SEGMENT);
+
+            assertArrayEquals(fresh, read(device, 8 * KIB, 4 * KIB).array());
+            assertEquals(SEGMENT, device.stats().layerCounter("wasted_prefetch_bytes"),
+                    "the in-flight prefetch was dropped, not installed");
+            assertPattern(read(device, 12 * KIB, 4 * KIB), 12 * KIB);
+        }
+    }
+
+    @Test
+    void writeAndDiscardDropReadyPrefetchedData() throws Exception {
+        InstrumentedBlockDevice below = new InstrumentedBlockDevice(patterned("ready", 4 << 20));
+        ReadaheadBudget budget = new ReadaheadBudget(1 << 20, SEGMENT);
+        try (ReadaheadBlockDevice device = new ReadaheadBlockDevice(below, budget)) {
+            read(device, 0, 4 * KIB);
+            read(device, 4 * KIB, 4 * KIB);
+            await("segment 0 prefetched", () -> device.stats().layerCounter("prefetch_bytes") >= SEGMENT);
+            assertPattern(read(device, 8 * KIB, 4 * KIB), 8 * KIB);
+            assertEquals(1, device.stats().layerCounter("readahead_hits"), "segment 0 was ready and served");
+
+            byte[] fresh = new byte[4 * KIB];
+            java.util.Arrays.fill(fresh, (byte) 0x33);
+            device.write(16 * KIB, ByteBuffer.wrap(fresh));
+            assertPattern(read(device, 12 * KIB, 4 * KIB), 12 * KIB);
+            assertArrayEquals(fresh, read(device, 16 * KIB, 4 * KIB).array());
+
+            for (long at = 20 * KIB; at < SEGMENT + 8 * KIB; at += 4 * KIB) {
+                read(device, at, 4 * KIB);
+            }
+            long hitsBefore = device.stats().layerCounter("readahead_hits");
+            await("segment 1 prefetched", () -> device.stats().layerCounter("prefetch_bytes") >= 2 * SEGMENT);
+            assertPattern(read(device, SEGMENT + 8 * KIB, 4 * KIB), SEGMENT + 8 * KIB);
+            assertEquals(hitsBefore + 1, device.stats().layerCounter("readahead_hits"), "segment 1 was ready");
+
+            device.discard(SEGMENT + 12 * KIB, 4 * KIB);
+            assertArrayEquals(new byte[4 * KIB], read(device, SEGMENT + 12 * KIB, 4 * KIB).array());
+            assertEquals(1, device.stats().discardOps());
+        }
+    }
+
+    @Test
+    void failedPrefetchIsReportedToNoReaderAndReadersGetTheirOwnErrors() throws Exception {
+        FaultInjectingBlockDevice faulty = new FaultInjectingBlockDevice(patterned("faulty", 4 << 20));
+        InstrumentedBlockDevice below = new InstrumentedBlockDevice(faulty);
+        ReadaheadBudget budget = new ReadaheadBudget(1 << 20, SEGMENT);
+        try (ReadaheadBlockDevice device = new ReadaheadBlockDevice(below, budget)) {
+            below.holdPrefetchesBeforeReading();
+            read(device, 0, 4 * KIB);
+            read(device, 4 * KIB, 4 * KIB);
+            await("the prefetch of segment 0 to be under way", () -> below.heldPrefetches.get() == 1);
+            faulty.failNow();
+            below.releasePrefetches();
+            await("the prefetch to fail and return its segment", () -> device.stats().layerCounter("prefetch_errors") == 1
+                    && budget.inUseBytes() == 0);
+            faulty.heal();
+
+            assertPattern(read(device, 8 * KIB, 4 * KIB), 8 * KIB);
+            assertPattern(read(device, 1 << 20, 4 * KIB), 1 << 20);
+            assertEquals(0, device.stats().errors());
+
+            faulty.failNow();
+            assertThrows(IOException.class, () -> read(device, 2 << 20, 4 * KIB));
+            assertEquals(1, device.stats().errors());
+        }
+    }
+
+    @Test
+    void sharedBudgetIsNeverExceededAndAnExhaustedBudgetNeverBlocksReads() throws Exception {
+        ReadaheadBudget budget = new ReadaheadBudget(2 * SEGMENT, SEGMENT);
+        InstrumentedBlockDevice belowA = new InstrumentedBlockDevice(patterned("a", 4 << 20));
+        InstrumentedBlockDevice belowB = new InstrumentedBlockDevice(patterned("b", 4 << 20));
+        ReadaheadBlockDevice deviceA = new ReadaheadBlockDevice(belowA, budget);
+        ReadaheadBlockDevice deviceB = new ReadaheadBlockDevice(belowB, budget);
+        try {
+            assertThrows(IllegalArgumentException.class, () -> deviceA.setReadAheadKb(3 * SEGMENT / KIB));
+            belowA.holdPrefetches();
+            for (long stream : new long[] {0, 1 << 20}) {
+                read(deviceA, stream, 4 * KIB);
+                read(deviceA, stream + 4 * KIB, 4 * KIB);
+            }
+            await("device A to hold the whole budget", () -> belowA.heldPrefetches.get() == 2);
+            assertEquals(budget.totalBytes(), budget.inUseBytes());
+
+            for (long at = 0; at < 512 * KIB; at += 4 * KIB) {
+                assertPattern(read(deviceB, at, 4 * KIB), at);
+                assertTrue(budget.inUseBytes() <= budget.totalBytes());
+            }
+            assertEquals(0, deviceB.stats().layerCounter("readahead_hits"));
+            assertTrue(deviceB.stats().layerCounter("prefetch_skipped_no_budget") > 0);
+
+            belowA.releasePrefetches();
+            deviceA.close();
+            assertEquals(0, budget.inUseBytes(), "closing A returned its segments");
+            read(deviceB, 512 * KIB, 4 * KIB);
+            read(deviceB, 516 * KIB, 4 * KIB);
+            await("B to prefetch once memory is free", () -> deviceB.stats().layerCounter("prefetch_bytes") >= SEGMENT);
+            assertPattern(read(deviceB, 520 * KIB, 4 * KIB), 520 * KIB);
+            assertEquals(1, deviceB.stats().layerCounter("readahead_hits"));
+        } finally {
+            belowA.releasePrefetches();
+            deviceA.close();
+            deviceB.close();
+        }
+        assertEquals(0, budget.inUseBytes());
+    }
+
+    @Test
+    void readAheadDefaultsToTwoStripesAndIsValidatedAtRunTime() throws Exception {
+        ReadaheadBudget budget = new ReadaheadBudget(8 << 20);
+        Geometry stripe = new Geometry(64 * KIB, 192 * KIB, 0, 1 << 20);
+        InstrumentedBlockDevice below = new InstrumentedBlockDevice(patterned("md0", 4 << 20), stripe);
+        try (ReadaheadBlockDevice device = new ReadaheadBlockDevice(below, budget)) {
+            assertEquals(384, device.readAheadKb());
+            assertEquals(stripe, device.geometry());
+            assertEquals(4 << 20, device.size());
+            assertEquals(512, device.logicalBlockSize());
+            assertSame(below, device.below());
+            assertEquals("md0", device.name());
+
+            assertThrows(IllegalArgumentException.class, () -> device.setReadAheadKb(-128));
+            assertThrows(IllegalArgumentException.class, () -> device.setReadAheadKb(100));
+            assertThrows(IllegalArgumentException.class, () -> device.setReadAheadKb(16 * 1024));
+            assertEquals(384, device.readAheadKb());
+
+            device.setReadAheadKb(0);
+            for (long at = 0; at < 256 * KIB; at += 4 * KIB) {
+                assertPattern(read(device, at, 4 * KIB), at);
+            }
+            assertEquals(0, below.prefetchReads.sum(), "read_ahead_kb 0 turns prefetch off");
+
+            device.flush();
+            assertEquals(1, device.stats().flushOps());
+            assertEquals(1, below.stats().flushOps());
+        }
+        assertEquals(128, ReadaheadBlockDevice.defaultReadAheadBytes(Geometry.simple(512), budget) / KIB);
+        assertEquals(256, ReadaheadBlockDevice.defaultReadAheadBytes(new Geometry(64 * KIB, 192 * KIB, 0, 0),
+                new ReadaheadBudget(256 * KIB)) / KIB, "capped at the budget");
+    }
+}
