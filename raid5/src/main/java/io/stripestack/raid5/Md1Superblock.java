@@ -1,0 +1,227 @@
+package io.stripestack.raid5;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+
+/**
+ * The md version-1 superblock (struct mdp_superblock_1 of the kernel's md_p.h) as mdadm's metadata 1.2
+ * places it: {@value #OFFSET_BYTES} bytes from the start of each member, little-endian, 256 fixed bytes
+ * followed by one 16-bit role per device number ({@code max_dev} of them).
+ *
+ * <p>Checksum ({@code sb_csum}): the 32-bit little-endian words of the first {@code 256 + 2 * max_dev}
+ * bytes, with {@code sb_csum} taken as zero, summed into 64 bits; the result is the low 32 bits plus the
+ * high 32 bits, truncated to 32 bits.
+ *
+ * <p>Not thread-safe: a plain value holder. {@link Raid5Array} keeps one per member and changes it only
+ * under its state lock.
+ */
+public final class Md1Superblock {
+    /** Byte offset of the superblock in a member (metadata 1.2: 8 sectors). */
+    public static final int OFFSET_BYTES = 4096;
+    /** Bytes written and read for the superblock (one 4 KiB block, the rest zero). */
+    public static final int BLOCK_BYTES = 4096;
+    public static final int MAGIC = 0xa92b4efc;
+    public static final int ROLE_SPARE = 0xffff;
+    public static final int ROLE_FAULTY = 0xfffe;
+    /** {@code resync_offset} of an array whose parity is known to be in sync (mdadm shows "clean"). */
+    public static final long RESYNC_DONE = -1L;
+    private static final int FIXED_BYTES = 256;
+    private static final int MAX_ROLES = (BLOCK_BYTES - FIXED_BYTES) / 2;
+
+    public byte[] setUuid = new byte[16];
+    public String setName = "";
+    /** Seconds since the epoch in the low 40 bits, microseconds in the high 24 (as md stores it). */
+    public long ctime;
+    public int level = 5;
+    public int layout;
+    /** Used size of each member's data area, in 512-byte sectors (a multiple of the chunk). */
+    public long sizeSectors;
+    public int chunkSectors;
+    public int raidDisks;
+    public long dataOffsetSectors;
+    public long dataSizeSectors;
+    public long superOffsetSectors = OFFSET_BYTES / 512;
+    public long recoveryOffset;
+    public int devNumber;
+    public byte[] deviceUuid = new byte[16];
+    public long utime;
+    public long events;
+    public long resyncOffset = RESYNC_DONE;
+    /** Role of each device number: 0..raid_disks-1 active, {@link #ROLE_FAULTY}, {@link #ROLE_SPARE}. */
+    public int[] devRoles = new int[0];
+
+    /** Encodes md's ctime/utime format for a wall-clock instant in milliseconds. */
+    public static long mdTime(long epochMillis) {
+        long seconds = epochMillis / 1000;
+        long micros = (epochMillis % 1000) * 1000;
+        return (seconds & 0xff_ffff_ffffL) | (micros << 40);
+    }
+
+    /** Seconds since the epoch of an md time value. */
+    public static long mdTimeSeconds(long mdTime) {
+        return mdTime & 0xff_ffff_ffffL;
+    }
+
+    /** Whether {@link #resyncOffset} says the array was shut down cleanly. */
+    public boolean isClean() {
+        return resyncOffset == RESYNC_DONE;
+    }
+
+    public Md1Superblock copy() {
+        Md1Superblock c = new Md1Superblock();
+        c.setUuid = setUuid.clone();
+        c.setName = setName;
+        c.ctime = ctime;
+        c.level = level;
+        c.layout = layout;
+        c.sizeSectors = sizeSectors;
+        c.chunkSectors = chunkSectors;
+        c.raidDisks = raidDisks;
+        c.dataOffsetSectors = dataOffsetSectors;
+        c.dataSizeSectors = dataSizeSectors;
+        c.superOffsetSectors = superOffsetSectors;
+        c.recoveryOffset = recoveryOffset;
+        c.devNumber = devNumber;
+        c.deviceUuid = deviceUuid.clone();
+        c.utime = utime;
+        c.events = events;
+        c.resyncOffset = resyncOffset;
+        c.devRoles = devRoles.clone();
+        return c;
+    }
+
+    /** The superblock as the {@value #BLOCK_BYTES}-byte block to write at {@link #OFFSET_BYTES}, checksum set. */
+    public ByteBuffer encode() {
+        if (devRoles.length > MAX_ROLES) {
+            throw new IllegalStateException("max_dev " + devRoles.length + " exceeds " + MAX_ROLES);
+        }
+        ByteBuffer b = ByteBuffer.allocate(BLOCK_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        b.putInt(0, MAGIC);
+        b.putInt(4, 1);                 // major_version
+        b.putInt(8, 0);                 // feature_map: no bitmap, no reshape, no bad-block log
+        b.put(16, setUuid);
+        byte[] name = setName.getBytes(StandardCharsets.UTF_8);
+        b.put(32, name, 0, Math.min(32, name.length));
+        b.putLong(64, ctime);
+        b.putInt(72, level);
+        b.putInt(76, layout);
+        b.putLong(80, sizeSectors);
+        b.putInt(88, chunkSectors);
+        b.putInt(92, raidDisks);
+        b.putInt(100, level);           // new_level: same as level when no reshape is in progress
+        b.putInt(116, layout);          // new_layout
+        b.putInt(120, chunkSectors);    // new_chunk
+        b.putLong(128, dataOffsetSectors);
+        b.putLong(136, dataSizeSectors);
+        b.putLong(144, superOffsetSectors);
+        b.putLong(152, recoveryOffset);
+        b.putInt(160, devNumber);
+        b.put(168, deviceUuid);
+        b.putLong(192, utime);
+        b.putLong(200, events);
+        b.putLong(208, resyncOffset);
+        b.putInt(220, devRoles.length); // max_dev
+        for (int i = 0; i < devRoles.length; i++) {
+            b.putShort(FIXED_BYTES + 2 * i, (short) devRoles[i]);
+        }
+        b.putInt(216, checksum(b, devRoles.length));
+        return b;
+    }
+
+    /**
+     * Decodes a superblock block read from {@link #OFFSET_BYTES}.
+     *
+     * @param member the member's name, for error messages
+     * @throws IllegalArgumentException naming the member when it holds no valid md 1.x superblock
+     */
+    public static Md1Superblock decode(ByteBuffer block, String member) {
+        ByteBuffer b = block.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+        b.position(0);
+        if (b.remaining() < BLOCK_BYTES) {
+            throw new IllegalArgumentException(member + ": superblock block is only " + b.remaining() + " bytes");
+        }
+        int magic = b.getInt(0);
+        if (magic != MAGIC) {
+            throw new IllegalArgumentException(member + ": no md superblock at byte " + OFFSET_BYTES
+                    + " (magic 0x" + Integer.toHexString(magic) + ", expected 0xa92b4efc); it is not a RAID member "
+                    + "created with metadata 1.2 -- check the member list");
+        }
+        if (b.getInt(4) != 1) {
+            throw new IllegalArgumentException(member + ": md superblock major version " + b.getInt(4) + " is not 1");
+        }
+        int maxDev = b.getInt(220);
+        if (maxDev < 0 || maxDev > MAX_ROLES) {
+            throw new IllegalArgumentException(member + ": md superblock max_dev " + maxDev + " is out of range");
+        }
+        int stored = b.getInt(216);
+        int computed = checksum(b, maxDev);
+        if (stored != computed) {
+            throw new IllegalArgumentException(member + ": md superblock checksum 0x" + Integer.toHexString(stored)
+                    + " does not match its contents (0x" + Integer.toHexString(computed)
+                    + "); the superblock is damaged -- treat the member as missing and replace it");
+        }
+        Md1Superblock sb = new Md1Superblock();
+        b.get(16, sb.setUuid);
+        byte[] name = new byte[32];
+        b.get(32, name);
+        int len = 0;
+        while (len < name.length && name[len] != 0) {
+            len++;
+        }
+        sb.setName = new String(name, 0, len, StandardCharsets.UTF_8);
+        sb.ctime = b.getLong(64);
+        sb.level = b.getInt(72);
+        sb.layout = b.getInt(76);
+        sb.sizeSectors = b.getLong(80);
+        sb.chunkSectors = b.getInt(88);
+        sb.raidDisks = b.getInt(92);
+        sb.dataOffsetSectors = b.getLong(128);
+        sb.dataSizeSectors = b.getLong(136);
+        sb.superOffsetSectors = b.getLong(144);
+        sb.recoveryOffset = b.getLong(152);
+        sb.devNumber = b.getInt(160);
+        b.get(168, sb.deviceUuid);
+        sb.utime = b.getLong(192);
+        sb.events = b.getLong(200);
+        sb.resyncOffset = b.getLong(208);
+        sb.devRoles = new int[maxDev];
+        for (int i = 0; i < maxDev; i++) {
+            sb.devRoles[i] = Short.toUnsignedInt(b.getShort(FIXED_BYTES + 2 * i));
+        }
+        return sb;
+    }
+
+    /** md's sb_csum over the first {@code 256 + 2 * maxDev} bytes with the checksum field read as zero. */
+    static int checksum(ByteBuffer littleEndian, int maxDev) {
+        int size = FIXED_BYTES + 2 * maxDev;
+        long sum = 0;
+        int i = 0;
+        for (; i + 4 <= size; i += 4) {
+            if (i != 216) {
+                sum += Integer.toUnsignedLong(littleEndian.getInt(i));
+            }
+        }
+        if (size - i == 2) {
+            sum += Short.toUnsignedInt(littleEndian.getShort(i));
+        }
+        return (int) ((sum & 0xffff_ffffL) + (sum >>> 32));
+    }
+
+    /** The set UUID as mdadm prints it: four groups of 8 hex digits separated by ':'. */
+    public static String formatUuid(byte[] uuid) {
+        StringBuilder s = new StringBuilder(35);
+        for (int i = 0; i < uuid.length; i++) {
+            if (i > 0 && i % 4 == 0) {
+                s.append(':');
+            }
+            s.append(Character.forDigit((uuid[i] >> 4) & 0xf, 16)).append(Character.forDigit(uuid[i] & 0xf, 16));
+        }
+        return s.toString();
+    }
+
+    public boolean sameSet(Md1Superblock other) {
+        return Arrays.equals(setUuid, other.setUuid);
+    }
+}

@@ -1,0 +1,210 @@
+package io.stripestack.raid5;
+
+import io.stripestack.blockdev.BlockDevice;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Opens an existing array from its members' superblocks, like {@code mdadm --assemble}: the member order
+ * comes from each superblock's device role, not from the order of the list. A device whose superblock
+ * is missing or damaged, that belongs to another array (different set UUID), that is stale (fewer
+ * events than the newest superblock: it missed writes) or that the newest superblock records as
+ * faulty is never used; each such device, and each role nobody fills, is reported by name with what to
+ * do. With exactly one role unfilled the array starts degraded (if {@link Raid5Options#allowDegraded()});
+ * with more, assemble fails with {@link Raid5AssembleException}.
+ *
+ * <p>Ownership: the array takes every device it uses and closes it on {@link Raid5Array#close()};
+ * devices assemble does not use are closed before it returns. Stateless; safe from any thread.
+ */
+public final class Raid5Assembler {
+    private static final Logger LOG = LoggerFactory.getLogger(Raid5Assembler.class);
+
+    private Raid5Assembler() {
+    }
+
+    /**
+     * @param devices      candidate members, in any order
+     * @param missingNames members the caller expected but could not open (e.g. absent files), for the report
+     */
+    public static Raid5Array assemble(List<? extends BlockDevice> devices, List<String> missingNames,
+                                      Raid5Options options) throws IOException {
+        List<String> problems = new ArrayList<>();
+        for (String missing : missingNames) {
+            problems.add(missing + ": not found; if the member is lost, the array runs degraded until it is replaced");
+        }
+        int count = devices.size();
+        Md1Superblock[] sbs = new Md1Superblock[count];
+        for (int i = 0; i < count; i++) {
+            BlockDevice d = devices.get(i);
+            try {
+                ByteBuffer block = ByteBuffer.allocate(Md1Superblock.BLOCK_BYTES);
+                d.read(Md1Superblock.OFFSET_BYTES, block);
+                sbs[i] = Md1Superblock.decode(block.flip(), d.name());
+            } catch (IllegalArgumentException e) {
+                problems.add(e.getMessage());
+            } catch (IOException e) {
+                problems.add(d.name() + ": cannot read its superblock (" + e.getMessage()
+                        + "); it is not used -- check the file or replace the member");
+            }
+        }
+        Md1Superblock ref = pickReference(sbs);
+        if (ref == null) {
+            closeAll(devices, new boolean[count]);
+            throw new Raid5AssembleException("no RAID-5 member with a valid md superblock among "
+                    + names(devices), problems);
+        }
+        checkSupported(ref, devices.get(indexOf(sbs, ref)).name());
+        BlockDevice[] byRole = new BlockDevice[ref.raidDisks];
+        Md1Superblock[] sbByRole = new Md1Superblock[ref.raidDisks];
+        boolean[] used = new boolean[count];
+        String setName = "'" + ref.setName + "' (" + Md1Superblock.formatUuid(ref.setUuid) + ")";
+        for (int i = 0; i < count; i++) {
+            Md1Superblock sb = sbs[i];
+            if (sb == null) {
+                continue;
+            }
+            BlockDevice d = devices.get(i);
+            if (!sb.sameSet(ref)) {
+                problems.add(d.name() + ": belongs to another array '" + sb.setName + "' ("
+                        + Md1Superblock.formatUuid(sb.setUuid) + "), not to " + setName
+                        + "; it is not used -- remove it from this array's member list");
+                continue;
+            }
+            int role = sb.devNumber < ref.devRoles.length ? ref.devRoles[sb.devNumber] : Md1Superblock.ROLE_SPARE;
+            if (role == Md1Superblock.ROLE_FAULTY) {
+                problems.add(d.name() + ": was marked faulty in " + setName + " (its events " + sb.events
+                        + ", array events " + ref.events + "); it is not used -- replace it with a new member");
+                continue;
+            }
+            if (role >= ref.raidDisks) {
+                problems.add(d.name() + ": is a spare or has no role (0x" + Integer.toHexString(role) + ") in "
+                        + setName + "; spares are not supported -- remove it from the member list");
+                continue;
+            }
+            if (sb.events < ref.events) {
+                problems.add(d.name() + ": is stale (events " + sb.events + " < " + ref.events
+                        + "): it missed writes made while it was away; it is not used -- rebuild onto it as a new "
+                        + "member, or remove it from the list");
+                continue;
+            }
+            long needed = ref.dataOffsetSectors * 512 + ref.sizeSectors * 512;
+            if (d.size() < needed || sb.dataOffsetSectors != ref.dataOffsetSectors) {
+                problems.add(d.name() + ": is " + d.size() + " bytes with data offset " + sb.dataOffsetSectors
+                        + " sectors; the array needs " + needed + " bytes with data offset " + ref.dataOffsetSectors
+                        + " -- the file was truncated or altered; it is not used");
+                continue;
+            }
+            if (byRole[role] != null) {
+                closeAll(devices, new boolean[count]);
+                throw new Raid5AssembleException("two devices claim role " + role + " of " + setName,
+                        List.of(byRole[role].name() + " and " + d.name() + " have the same role and events; "
+                                + "one is a copy of the other -- list only one of them"));
+            }
+            byRole[role] = d;
+            sbByRole[role] = sb;
+            used[i] = true;
+        }
+        Raid5Array.Member[] roles = new Raid5Array.Member[ref.raidDisks];
+        int absent = 0;
+        for (int r = 0; r < ref.raidDisks; r++) {
+            if (byRole[r] == null) {
+                absent++;
+                problems.add("role " + r + " of " + setName + " has no usable member (see above); the array is "
+                        + "degraded without it -- replace the member");
+                roles[r] = new Raid5Array.Member(r, null, null, -1, new byte[16], 0, Raid5Status.MemberState.MISSING);
+            } else {
+                Md1Superblock sb = sbByRole[r];
+                roles[r] = new Raid5Array.Member(r, byRole[r], byRole[r].name(), sb.devNumber, sb.deviceUuid,
+                        sb.dataSizeSectors, Raid5Status.MemberState.ACTIVE);
+            }
+        }
+        if (absent > 1 || (absent == 1 && !options.allowDegraded())) {
+            closeAll(devices, new boolean[count]);
+            throw new Raid5AssembleException("cannot start " + setName + ": " + absent + " of " + ref.raidDisks
+                    + " members unavailable" + (absent == 1 ? " and degraded start is not allowed" : ""), problems);
+        }
+        closeAll(devices, used);
+        for (String p : problems) {
+            LOG.warn("assemble {}: {}", setName, p);
+        }
+        Md1Superblock template = ref.copy();
+        if (!template.isClean()) {
+            LOG.warn("assemble {}: the array was not shut down cleanly; rows being written then may have stale "
+                    + "parity -- run a resync (Raid5Array.resync) while all members are present", setName);
+        }
+        return new Raid5Array(template, roles, options, problems);
+    }
+
+    /** The superblock with most events among the UUID shared by the most devices. */
+    private static Md1Superblock pickReference(Md1Superblock[] sbs) {
+        Md1Superblock best = null;
+        int bestVotes = 0;
+        for (Md1Superblock candidate : sbs) {
+            if (candidate == null) {
+                continue;
+            }
+            int votes = 0;
+            Md1Superblock newest = candidate;
+            for (Md1Superblock other : sbs) {
+                if (other != null && other.sameSet(candidate)) {
+                    votes++;
+                    if (other.events > newest.events) {
+                        newest = other;
+                    }
+                }
+            }
+            if (votes > bestVotes || (votes == bestVotes && newest.events > best.events)) {
+                best = newest;
+                bestVotes = votes;
+            }
+        }
+        return best;
+    }
+
+    private static void checkSupported(Md1Superblock ref, String member) throws Raid5AssembleException {
+        String problem = null;
+        if (ref.level != 5) {
+            problem = member + ": the array is RAID level " + ref.level + "; only RAID-5 is supported";
+        } else if (ref.raidDisks < 3 || ref.raidDisks > ref.devRoles.length) {
+            problem = member + ": raid_disks " + ref.raidDisks + " is not a valid RAID-5 member count";
+        } else if (ref.chunkSectors < 8 || Integer.bitCount(ref.chunkSectors) != 1) {
+            problem = member + ": chunk of " + ref.chunkSectors + " sectors is not a power of two >= 4 KiB";
+        } else if (ref.layout < 0 || ref.layout > 3) {
+            problem = member + ": layout " + ref.layout + " is not one of md's four RAID-5 layouts (0-3)";
+        } else if (ref.sizeSectors <= 0 || ref.sizeSectors % ref.chunkSectors != 0) {
+            problem = member + ": member size " + ref.sizeSectors + " sectors is not a positive multiple of the chunk";
+        }
+        if (problem != null) {
+            throw new Raid5AssembleException("unsupported array", List.of(problem));
+        }
+    }
+
+    private static int indexOf(Md1Superblock[] sbs, Md1Superblock sb) {
+        return Arrays.asList(sbs).indexOf(sb);
+    }
+
+    private static String names(List<? extends BlockDevice> devices) {
+        List<String> names = new ArrayList<>();
+        for (BlockDevice d : devices) {
+            names.add(d.name());
+        }
+        return names.toString();
+    }
+
+    private static void closeAll(List<? extends BlockDevice> devices, boolean[] keep) {
+        for (int i = 0; i < devices.size(); i++) {
+            if (!keep[i]) {
+                try {
+                    devices.get(i).close();
+                } catch (IOException e) {
+                    LOG.debug("closing unused member {}: {}", devices.get(i).name(), e.getMessage());
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,71 @@
+package io.stripestack.raid5;
+
+import io.stripestack.blockdev.BlockDevice;
+import io.stripestack.blockdev.FileBlockDevice;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Create and assemble arrays whose members are files (or block devices) given by path: what the CLI's
+ * {@code stripestack create} and {@code serve} call. Stateless.
+ */
+public final class Raid5Files {
+    private Raid5Files() {
+    }
+
+    /**
+     * Creates {@code paths.size()} new sparse member files of {@code memberBytes} each (refusing to touch
+     * an existing file) and a new array on them. The fresh files read as zeros, so parity is consistent
+     * without an initial pass.
+     */
+    public static Raid5Array create(List<Path> paths, long memberBytes, Raid5Config config, Raid5Options options)
+            throws IOException {
+        for (Path p : paths) {
+            if (Files.exists(p)) {
+                throw new IOException(p + ": already exists; remove it to create a new array there, or assemble "
+                        + "the existing array");
+            }
+        }
+        List<BlockDevice> devices = new ArrayList<>();
+        try {
+            for (Path p : paths) {
+                devices.add(FileBlockDevice.create(p, memberBytes, 512));
+            }
+            return Raid5Array.create(devices, config, options, true);
+        } catch (IOException | RuntimeException e) {
+            for (BlockDevice d : devices) {
+                d.close();
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * Assembles the array on {@code paths} (any order). Paths that do not exist are reported as missing;
+     * with one missing the array starts degraded (if the options allow).
+     *
+     * @param direct open members with O_DIRECT
+     */
+    public static Raid5Array assemble(List<Path> paths, Raid5Options options, boolean direct) throws IOException {
+        List<BlockDevice> devices = new ArrayList<>();
+        List<String> missing = new ArrayList<>();
+        try {
+            for (Path p : paths) {
+                if (Files.exists(p)) {
+                    devices.add(FileBlockDevice.open(p, 512, direct, false));
+                } else {
+                    missing.add(p.toString());
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            for (BlockDevice d : devices) {
+                d.close();
+            }
+            throw e;
+        }
+        return Raid5Assembler.assemble(devices, missing, options);
+    }
+}

@@ -1,0 +1,219 @@
+package io.stripestack.raid5;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * XOR routines for parity, and the start-up choice between them. Like the kernel's xor.ko (which
+ * prints "xor: using function: NAME (N MB/sec)"), every candidate runs for a few milliseconds over
+ * chunk-sized buffers once per JVM, and the fastest one is used from then on.
+ *
+ * <p>Every routine computes {@code dst[d, d+len) ^= src0[s0, s0+len) ^ src1[...] ^ ...} with absolute
+ * indices (no buffer position changes). Buffers must all have the same byte order (the array makes its
+ * views native-order); lengths are multiples of 8 (the array works in 512-byte blocks).
+ *
+ * <p>Concurrency: routines are stateless and thread-safe; {@link #best()} is computed once under the
+ * class-initialisation lock of a holder class.
+ */
+public abstract class Xor {
+    private static final Logger LOG = LoggerFactory.getLogger(Xor.class);
+
+    private final String name;
+
+    private Xor(String name) {
+        this.name = name;
+    }
+
+    public final String name() {
+        return name;
+    }
+
+    /** {@code dst[dstIndex, +length) ^= XOR of srcs[k][srcIndex[k], +length)} for k in [0, count). */
+    public abstract void xorInto(ByteBuffer dst, int dstIndex, ByteBuffer[] srcs, int[] srcIndex, int count, int length);
+
+    /** {@code dst = XOR of the sources} over the range (the first source is copied, the rest XORed in). */
+    public final void xorAssign(ByteBuffer dst, int dstIndex, ByteBuffer[] srcs, int[] srcIndex, int count, int length) {
+        dst.put(dstIndex, srcs[0], srcIndex[0], length);
+        if (count > 1) {
+            shiftedXorInto(dst, dstIndex, srcs, srcIndex, count, length);
+        }
+    }
+
+    private void shiftedXorInto(ByteBuffer dst, int dstIndex, ByteBuffer[] srcs, int[] srcIndex, int count, int length) {
+        // Reuse the caller's arrays without allocating: rotate source 0 to the end for the duration of the call.
+        ByteBuffer first = srcs[0];
+        int firstIndex = srcIndex[0];
+        for (int k = 1; k < count; k++) {
+            srcs[k - 1] = srcs[k];
+            srcIndex[k - 1] = srcIndex[k];
+        }
+        try {
+            xorInto(dst, dstIndex, srcs, srcIndex, count - 1, length);
+        } finally {
+            for (int k = count - 1; k > 0; k--) {
+                srcs[k] = srcs[k - 1];
+                srcIndex[k] = srcIndex[k - 1];
+            }
+            srcs[0] = first;
+            srcIndex[0] = firstIndex;
+        }
+    }
+
+    /** Byte at a time, all sources per byte: the obvious loop, kept as the baseline. */
+    static final Xor BYTE_LOOP = new Xor("byte-loop") {
+        @Override
+        public void xorInto(ByteBuffer dst, int d, ByteBuffer[] srcs, int[] s, int count, int length) {
+            for (int i = 0; i < length; i++) {
+                byte x = dst.get(d + i);
+                for (int k = 0; k < count; k++) {
+                    x ^= srcs[k].get(s[k] + i);
+                }
+                dst.put(d + i, x);
+            }
+        }
+    };
+
+    /** 64 bits at a time, one source per pass over the destination. */
+    static final Xor LONG_PER_SOURCE = new Xor("long-1src") {
+        @Override
+        public void xorInto(ByteBuffer dst, int d, ByteBuffer[] srcs, int[] s, int count, int length) {
+            for (int k = 0; k < count; k++) {
+                ByteBuffer src = srcs[k];
+                int si = s[k];
+                for (int i = 0; i < length; i += 8) {
+                    dst.putLong(d + i, dst.getLong(d + i) ^ src.getLong(si + i));
+                }
+            }
+        }
+    };
+
+    /** 64 bits at a time, up to {@code arity} sources folded per pass (like the kernel's xor_N functions). */
+    private static final class FixedArity extends Xor {
+        private final int arity;
+
+        FixedArity(int arity) {
+            super("long-" + arity + "src");
+            this.arity = arity;
+        }
+
+        @Override
+        public void xorInto(ByteBuffer dst, int d, ByteBuffer[] srcs, int[] s, int count, int length) {
+            int k = 0;
+            while (k < count) {
+                int left = count - k;
+                if (left >= 4 && arity >= 4) {
+                    pass4(dst, d, srcs[k], s[k], srcs[k + 1], s[k + 1], srcs[k + 2], s[k + 2], srcs[k + 3], s[k + 3], length);
+                    k += 4;
+                } else if (left >= 3 && arity >= 3) {
+                    pass3(dst, d, srcs[k], s[k], srcs[k + 1], s[k + 1], srcs[k + 2], s[k + 2], length);
+                    k += 3;
+                } else if (left >= 2) {
+                    pass2(dst, d, srcs[k], s[k], srcs[k + 1], s[k + 1], length);
+                    k += 2;
+                } else {
+                    pass1(dst, d, srcs[k], s[k], length);
+                    k += 1;
+                }
+            }
+        }
+
+        private static void pass1(ByteBuffer dst, int d, ByteBuffer a, int ai, int length) {
+            for (int i = 0; i < length; i += 8) {
+                dst.putLong(d + i, dst.getLong(d + i) ^ a.getLong(ai + i));
+            }
+        }
+
+        private static void pass2(ByteBuffer dst, int d, ByteBuffer a, int ai, ByteBuffer b, int bi, int length) {
+            for (int i = 0; i < length; i += 8) {
+                dst.putLong(d + i, dst.getLong(d + i) ^ a.getLong(ai + i) ^ b.getLong(bi + i));
+            }
+        }
+
+        private static void pass3(ByteBuffer dst, int d, ByteBuffer a, int ai, ByteBuffer b, int bi,
+                                  ByteBuffer c, int ci, int length) {
+            for (int i = 0; i < length; i += 8) {
+                dst.putLong(d + i, dst.getLong(d + i) ^ a.getLong(ai + i) ^ b.getLong(bi + i) ^ c.getLong(ci + i));
+            }
+        }
+
+        private static void pass4(ByteBuffer dst, int d, ByteBuffer a, int ai, ByteBuffer b, int bi,
+                                  ByteBuffer c, int ci, ByteBuffer e, int ei, int length) {
+            for (int i = 0; i < length; i += 8) {
+                dst.putLong(d + i, dst.getLong(d + i) ^ a.getLong(ai + i) ^ b.getLong(bi + i)
+                        ^ c.getLong(ci + i) ^ e.getLong(ei + i));
+            }
+        }
+    }
+
+    static final Xor LONG_2SRC = new FixedArity(2);
+    static final Xor LONG_3SRC = new FixedArity(3);
+    static final Xor LONG_4SRC = new FixedArity(4);
+
+    /** Every candidate, in the order they are measured. */
+    static List<Xor> candidates() {
+        return List.of(BYTE_LOOP, LONG_PER_SOURCE, LONG_2SRC, LONG_3SRC, LONG_4SRC);
+    }
+
+    /** The fastest routine on this machine, measured (and logged) on first use. */
+    public static Xor best() {
+        return Selection.BEST;
+    }
+
+    /** What the selection measured for the chosen routine, in MB/s of destination bytes. */
+    public static long bestMegabytesPerSecond() {
+        return Selection.BEST_MBPS;
+    }
+
+    /**
+     * Destination megabytes per second of {@code routine} XORing {@code sources} buffers of {@code bytes}
+     * into one, run for about {@code millis} ms (after one untimed warm-up pass).
+     */
+    public static long measure(Xor routine, int sources, int bytes, long millis) {
+        ByteBuffer dst = ByteBuffer.allocateDirect(bytes).order(ByteOrder.nativeOrder());
+        ByteBuffer[] srcs = new ByteBuffer[sources];
+        int[] idx = new int[sources];
+        for (int k = 0; k < sources; k++) {
+            srcs[k] = ByteBuffer.allocateDirect(bytes).order(ByteOrder.nativeOrder());
+            for (int i = 0; i < bytes; i += 8) {
+                srcs[k].putLong(i, i * 0x9E3779B97F4A7C15L + k);
+            }
+        }
+        routine.xorInto(dst, 0, srcs, idx, sources, bytes);
+        long deadline = System.nanoTime() + millis * 1_000_000L;
+        long start = System.nanoTime();
+        long done = 0;
+        do {
+            routine.xorInto(dst, 0, srcs, idx, sources, bytes);
+            done += bytes;
+        } while (System.nanoTime() < deadline);
+        long nanos = Math.max(1, System.nanoTime() - start);
+        return done * 1000L / nanos;
+    }
+
+    private static final class Selection {
+        static final Xor BEST;
+        static final long BEST_MBPS;
+
+        static {
+            Xor best = LONG_PER_SOURCE;
+            long bestSpeed = -1;
+            StringBuilder report = new StringBuilder();
+            for (Xor candidate : candidates()) {
+                // Four sources of 16 KiB: a typical partial-stripe parity update, small enough for L1/L2.
+                long speed = measure(candidate, 4, 16 * 1024, 4);
+                report.append(' ').append(candidate.name()).append('=').append(speed);
+                if (speed > bestSpeed) {
+                    bestSpeed = speed;
+                    best = candidate;
+                }
+            }
+            BEST = best;
+            BEST_MBPS = bestSpeed;
+            LOG.debug("xor: measured MB/sec:{}", report);
+            LOG.info("xor: using function: {} ({} MB/sec)", best.name(), bestSpeed);
+        }
+    }
+}
