@@ -1,0 +1,274 @@
+package io.stripestack.target.scsi;
+
+import static io.stripestack.target.scsi.ScsiHarness.*;
+import static org.junit.jupiter.api.Assertions.*;
+
+import io.stripestack.blockdev.BlockDevice;
+import io.stripestack.blockdev.FaultInjectingBlockDevice;
+import io.stripestack.blockdev.Geometry;
+import io.stripestack.blockdev.IoStats;
+import io.stripestack.blockdev.MemoryBlockDevice;
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+import org.junit.jupiter.api.Test;
+
+/** READ CAPACITY, READ/WRITE 6/10/12/16, SYNCHRONIZE CACHE and the errors SBC-3 prescribes for them. */
+class ScsiReadWriteTest {
+    private static final int MIB = 1 << 20;
+    private static final long BLOCKS = MIB / 512;
+
+    private static ScsiHarness memory() {
+        return new ScsiHarness(new MemoryBlockDevice("m0", MIB, 512), false);
+    }
+
+    @Test
+    void readCapacity10AnswersTheLastLbaNotTheBlockCount() {
+        try (ScsiHarness h = memory()) {
+            byte[] d = h.run(cdb(0x25, 0, 0, 0, 0, 0, 0, 0, 0, 0)).assertGood().data();
+            assertEquals(BLOCKS - 1, Cdb.u32(d, 0));
+            assertEquals(512, Cdb.u32(d, 4));
+            h.run(cdb(0x25, 0, 0, 0, 0, 1, 0, 0, 0, 0)).assertInvalidFieldInCdb(2);
+        }
+    }
+
+    @Test
+    void readCapacity16ReportsPhysicalExponentLowestAlignedLbaAndProvisioning() {
+        try (ScsiHarness h = new ScsiHarness(new ShapedBlockDevice(new MemoryBlockDevice("m0", MIB, 512),
+                new Geometry(64 << 10, 192 << 10, 0, 0), true), false)) {
+            byte[] d = h.run(readCapacity16(32)).assertGood().data();
+            assertEquals(32, d.length);
+            assertEquals(BLOCKS - 1, Cdb.u64(d, 0));
+            assertEquals(512, Cdb.u32(d, 8));
+            assertEquals(3, d[13] & 0x0f, "4 KiB physical blocks: 2^3 logical blocks each");
+            assertEquals(0x80, d[14] & 0x80, "LBPME");
+            assertEquals(0x40, d[14] & 0x40, "LBPRZ");
+            assertEquals(0, Cdb.u16(d, 14) & 0x3fff, "aligned");
+        }
+    }
+
+    @Test
+    void readCapacity16LowestAlignedLbaFollowsAShiftedGeometry() {
+        // A crypto payload 81 KiB into a RAID whose stripes start at 0: the lowest LBA at the start of a 4 KiB
+        // physical block below is (4 KiB - 81 KiB mod 4 KiB) / 512 = 3 KiB / 512 = 6.
+        Geometry shifted = new Geometry(64 << 10, 192 << 10, 0, 0).shiftedBy(81 << 10);
+        try (ScsiHarness h = new ScsiHarness(new ShapedBlockDevice(new MemoryBlockDevice("m0", MIB, 512), shifted,
+                false), false)) {
+            byte[] d = h.run(readCapacity16(32)).assertGood().data();
+            assertEquals(6, Cdb.u16(d, 14) & 0x3fff);
+            assertEquals(0, d[14] & 0xC0, "no LBPME without discard");
+        }
+        Geometry alignedShift = new Geometry(64 << 10, 192 << 10, 0, 0).shiftedBy(1 << 20);
+        try (ScsiHarness h = new ScsiHarness(new ShapedBlockDevice(new MemoryBlockDevice("m0", MIB, 512), alignedShift,
+                false), false)) {
+            assertEquals(0, Cdb.u16(h.run(readCapacity16(32)).data(), 14) & 0x3fff, "1 MiB shift keeps 4 KiB alignment");
+        }
+    }
+
+    @Test
+    void readCapacity16TruncatesToAllocationLength() {
+        try (ScsiHarness h = memory()) {
+            assertEquals(12, h.run(readCapacity16(12)).assertGood().data().length);
+            h.run(cdb(0x9E, 0x11, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 32, 0, 0)).assertInvalidFieldInCdb(1);
+        }
+    }
+
+    @Test
+    void everyReadAndWriteSizeMovesTheRightBytes() {
+        try (ScsiHarness h = memory()) {
+            byte[] a = pattern(512, 1);
+            h.run(cdb(0x0A, 0x00, 0x00, 0x07, 1, 0), a).assertGood();                  // WRITE(6) LBA 7
+            assertArrayEquals(a, h.run(cdb(0x08, 0, 0, 7, 1, 0)).assertGood().data()); // READ(6)
+            byte[] b = pattern(1024, 2);
+            h.run(cdb(0xAA, 0, 0, 0, 0, 20, 0, 0, 0, 2, 0, 0), b).assertGood();        // WRITE(12) LBA 20 x2
+            assertArrayEquals(b, h.run(cdb(0xA8, 0, 0, 0, 0, 20, 0, 0, 0, 2, 0, 0)).assertGood().data());
+            byte[] c = pattern(4096, 3);
+            h.run(rw16(0x8A, BLOCKS - 8, 8), c).assertGood();                          // WRITE(16) last 8
+            assertArrayEquals(c, h.run(rw16(0x88, BLOCKS - 8, 8)).assertGood().data());
+            assertArrayEquals(Arrays.copyOfRange(c, 3584, 4096), h.run(read10(BLOCKS - 1, 1)).data());
+        }
+    }
+
+    @Test
+    void read6TransferLengthZeroMeans256Blocks() {
+        try (ScsiHarness h = memory()) {
+            ScsiHarness.Result r = h.run(cdb(0x08, 0, 0, 0, 0, 0)).assertGood();
+            assertEquals(256 * 512, r.data().length);
+            assertEquals(256 * 512, r.commandTransferLength());
+        }
+    }
+
+    @Test
+    void zeroLengthTransfersCheckTheLbaButMoveNothing() {
+        try (ScsiHarness h = memory()) {
+            ScsiHarness.Result r = h.run(read10(0, 0)).assertGood();
+            assertNull(r.data());
+            assertEquals(0, r.commandTransferLength());
+            h.run(read10(BLOCKS + 1, 0)).assertCheck(SenseException.ILLEGAL_REQUEST, 0x21, 0x00);
+            h.run(read10(0xFFFFFFFFL, 0)).assertCheck(SenseException.ILLEGAL_REQUEST, 0x21, 0x00);
+            h.run(write10(0, 0, false), new byte[0]).assertGood();
+        }
+    }
+
+    @Test
+    void outOfRangeLbasAreRejected() {
+        try (ScsiHarness h = memory()) {
+            h.run(read10(BLOCKS, 1)).assertCheck(SenseException.ILLEGAL_REQUEST, 0x21, 0x00);
+            h.run(read10(BLOCKS - 1, 2)).assertCheck(SenseException.ILLEGAL_REQUEST, 0x21, 0x00);
+            h.run(rw16(0x88, -1L, 1)).assertCheck(SenseException.ILLEGAL_REQUEST, 0x21, 0x00);
+            h.run(rw16(0x88, 1L << 62, 1)).assertCheck(SenseException.ILLEGAL_REQUEST, 0x21, 0x00);
+            h.run(rw16(0x8A, BLOCKS - 1, 2), new byte[1024]).assertCheck(SenseException.ILLEGAL_REQUEST, 0x21, 0x00);
+        }
+    }
+
+    @Test
+    void transfersBeyondTheMaximumTransferLengthAreInvalid() {
+        try (ScsiHarness h = new ScsiHarness(new MemoryBlockDevice("m0", 8 * MIB, 512), false)) {
+            long max = Cdb.u32(h.run(inquiry(true, 0xB0, 64)).data(), 8);
+            assertEquals(max * 512, h.run(rw16(0x88, 0, max)).assertGood().data().length);
+            h.run(rw16(0x88, 0, max + 1)).assertInvalidFieldInCdb(10);
+        }
+    }
+
+    @Test
+    void protectionFieldsAreInvalidWithoutProtectionInformation() {
+        try (ScsiHarness h = memory()) {
+            byte[] read = read10(0, 1);
+            read[1] = (byte) 0x20; // RDPROTECT 001b
+            h.run(read).assertInvalidFieldInCdb(1);
+            byte[] write = write10(0, 1, false);
+            write[1] = (byte) 0x40;
+            h.run(write, new byte[512]).assertInvalidFieldInCdb(1);
+        }
+    }
+
+    @Test
+    void writeWithLessDataOutThanTheCdbSaysWritesNothing() {
+        try (ScsiHarness h = memory()) {
+            ScsiHarness.Result r = h.run(write10(0, 2, false), pattern(700, 9));
+            r.assertCheck(SenseException.ILLEGAL_REQUEST, 0x0E, 0x03);
+            assertEquals(1024, r.commandTransferLength(), "the CDB asked for 1024 bytes");
+            assertArrayEquals(new byte[1024], h.run(read10(0, 2)).data(), "nothing written");
+            h.run(write10(0, 1, false), null).assertCheck(SenseException.ILLEGAL_REQUEST, 0x0E, 0x03);
+        }
+    }
+
+    @Test
+    void writeWithMoreDataOutThanTheCdbSaysWritesOnlyTheCdbLength() {
+        try (ScsiHarness h = memory()) {
+            byte[] data = pattern(1024, 4);
+            h.run(write10(10, 1, false), data).assertGood();
+            assertArrayEquals(Arrays.copyOf(data, 512), h.run(read10(10, 1)).data());
+            assertArrayEquals(new byte[512], h.run(read10(11, 1)).data());
+        }
+    }
+
+    @Test
+    void readOnlyUnitRefusesEveryWriteWithDataProtect() {
+        try (ScsiHarness h = new ScsiHarness(new MemoryBlockDevice("m0", MIB, 512), true)) {
+            h.run(write10(0, 1, false), new byte[512]).assertCheck(SenseException.DATA_PROTECT, 0x27, 0x00);
+            h.run(rw16(0x8A, 0, 1), new byte[512]).assertCheck(SenseException.DATA_PROTECT, 0x27, 0x00);
+            byte[] ms = h.run(cdb(0x1A, 0x08, 0x3F, 0, 255, 0)).data();
+            assertEquals(0x80, ms[2] & 0x80, "MODE SENSE header WP bit");
+            h.run(read10(0, 1)).assertGood();
+        }
+    }
+
+    @Test
+    void fuaWriteIsFlushedAndPlainWriteIsNot() {
+        MemoryBlockDevice device = new MemoryBlockDevice("m0", MIB, 512);
+        try (ScsiHarness h = new ScsiHarness(device, false)) {
+            h.run(write10(0, 1, false), new byte[512]).assertGood();
+            assertEquals(0, device.stats().flushOps(), "WCE=1: a plain write stays in the write-back cache");
+            h.run(write10(0, 1, true), new byte[512]).assertGood();
+            assertEquals(1, device.stats().flushOps(), "FUA write flushed");
+            h.run(cdb(0x35, 0, 0, 0, 0, 0, 0, 0, 0, 0)).assertGood();
+            assertEquals(2, device.stats().flushOps(), "SYNCHRONIZE CACHE(10) flushed");
+            h.run(rw16(0x91, 0, 0)).assertGood();
+            assertEquals(3, device.stats().flushOps(), "SYNCHRONIZE CACHE(16) flushed");
+            h.run(rw16(0x91, BLOCKS, 1)).assertCheck(SenseException.ILLEGAL_REQUEST, 0x21, 0x00);
+        }
+    }
+
+    @Test
+    void injectedReadAndWriteFailuresBecomeMediumErrors() {
+        FaultInjectingBlockDevice device = new FaultInjectingBlockDevice(new MemoryBlockDevice("m0", MIB, 512));
+        try (ScsiHarness h = new ScsiHarness(device, false)) {
+            device.failDirections(true, false);
+            device.failNow();
+            ScsiHarness.Result read = h.run(read10(40, 4));
+            read.assertCheck(SenseException.MEDIUM_ERROR, 0x11, 0x00);
+            assertEquals(40, read.information(), "INFORMATION: the command's LBA");
+            assertNull(read.data(), "no Data-In on error");
+            h.run(write10(40, 1, false), new byte[512]).assertGood();
+            device.failDirections(false, true);
+            h.run(write10(41, 1, false), new byte[512]).assertCheck(SenseException.MEDIUM_ERROR, 0x0C, 0x00);
+            device.heal();
+            h.run(read10(40, 4)).assertGood();
+        }
+    }
+
+    @Test
+    void mediumErrorReportsTheFailingLbaTheStackNamed() {
+        ShapedBlockDevice device = new ShapedBlockDevice(new MemoryBlockDevice("m0", MIB, 512), Geometry.simple(512), false);
+        try (ScsiHarness h = new ScsiHarness(device, false)) {
+            device.failAt(105 * 512 + 17, false);
+            ScsiHarness.Result r = h.run(read10(100, 10));
+            r.assertCheck(SenseException.MEDIUM_ERROR, 0x11, 0x00);
+            assertEquals(105, r.information());
+            h.run(read10(90, 10)).assertGood();
+            device.failAt(300 * 512, true);
+            ScsiHarness.Result w = h.run(write10(299, 2, false), new byte[1024]);
+            w.assertCheck(SenseException.MEDIUM_ERROR, 0x0C, 0x00);
+            assertEquals(300, w.information());
+        }
+    }
+
+    @Test
+    void unexpectedDeviceBugBecomesHardwareError() {
+        BlockDevice broken = new ShapedBlockDevice(new MemoryBlockDevice("m0", MIB, 512), Geometry.simple(512), false) {
+            @Override
+            public void read(long offset, ByteBuffer dst) {
+                throw new IllegalStateException("bug");
+            }
+        };
+        try (ScsiHarness h = new ScsiHarness(broken, false)) {
+            h.run(read10(0, 1)).assertCheck(SenseException.HARDWARE_ERROR, 0x44, 0x00);
+        }
+    }
+
+    @Test
+    void readFillsAPooledDirectBufferWithoutCopies() {
+        MemoryBlockDevice device = new MemoryBlockDevice("m0", MIB, 512);
+        IoStats stats = device.stats();
+        try (ScsiHarness h = new ScsiHarness(device, false)) {
+            h.run(read10(0, 8)).assertGood();
+            assertEquals(1, stats.readOps(), "one device read per READ");
+            assertEquals(4096, stats.readBytes());
+        }
+    }
+
+    @Test
+    void compositeDataOutIsWrittenWhole() {
+        MemoryBlockDevice device = new MemoryBlockDevice("m0", MIB, 512);
+        try (ScsiHarness h = new ScsiHarness(device, false)) {
+            byte[] data = pattern(2048, 5);
+            io.netty.buffer.CompositeByteBuf composite = io.netty.buffer.Unpooled.compositeBuffer();
+            composite.addComponent(true, io.netty.buffer.Unpooled.wrappedBuffer(Arrays.copyOfRange(data, 0, 700)));
+            composite.addComponent(true, io.netty.buffer.Unpooled.wrappedBuffer(Arrays.copyOfRange(data, 700, 2048)));
+            ScsiCommand cmd = new ScsiCommand(NEXUS_A, 0, write10(3, 4, false), 2048, false, true,
+                    ScsiCommand.ATTR_SIMPLE, composite, h.allocator);
+            h.target.execute(cmd);
+            assertEquals(ScsiCommand.GOOD, cmd.status());
+            composite.release();
+            assertArrayEquals(data, h.run(read10(3, 4)).data());
+        }
+    }
+
+    static byte[] readCapacity16(int allocation) {
+        byte[] c = new byte[16];
+        c[0] = (byte) 0x9E;
+        c[1] = 0x10;
+        Cdb.put32(c, 10, allocation);
+        return c;
+    }
+}
