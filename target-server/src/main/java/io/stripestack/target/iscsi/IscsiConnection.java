@@ -1,0 +1,1029 @@
+package io.stripestack.target.iscsi;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.EventLoop;
+import io.netty.util.collection.IntObjectHashMap;
+import io.netty.util.concurrent.Promise;
+import io.netty.util.concurrent.ScheduledFuture;
+import io.stripestack.target.scsi.ScsiCommand;
+import io.stripestack.target.scsi.ScsiCommandRouter;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One iSCSI connection and, with MaxConnections 1, its session: login phase, then the full feature
+ * phase (SCSI commands with Data-Out collection and R2T, Data-In and responses, CmdSN window,
+ * NOP-In/Out, task management, text, logout, Reject).
+ *
+ * <p>Concurrency: every field is owned by the channel's event loop. SCSI commands run on the
+ * server's I/O executor ({@link IscsiTask}) and come back to the event loop to answer; nothing here
+ * blocks. Other threads only call {@link #drain()} and {@link #closeForReinstatement()}, which hop
+ * onto the event loop.
+ */
+final class IscsiConnection extends ChannelInboundHandlerAdapter {
+    private static final Logger log = LoggerFactory.getLogger(IscsiConnection.class);
+
+    private static final int TMF_ABORT_TASK = 1;
+    private static final int TMF_ABORT_TASK_SET = 2;
+    private static final int TMF_LOGICAL_UNIT_RESET = 5;
+    private static final int TMF_TARGET_WARM_RESET = 6;
+    private static final int TMF_TASK_REASSIGN = 8;
+    private static final int TMF_COMPLETE = 0;
+    private static final int TMF_TASK_DOES_NOT_EXIST = 1;
+    private static final int TMF_LUN_DOES_NOT_EXIST = 2;
+    private static final int TMF_REASSIGNMENT_NOT_SUPPORTED = 4;
+    private static final int TMF_NOT_SUPPORTED = 5;
+    private static final int LOGOUT_CLOSE_SESSION = 0;
+    private static final int LOGOUT_CLOSE_CONNECTION = 1;
+    private static final int LOGOUT_CONNECTION_RECOVERY_NOT_SUPPORTED = 2;
+    /** Largest Expected Data Transfer Length buffered for a write; above it the command is rejected. */
+    static final int MAX_WRITE_TRANSFER = 64 << 20;
+    private static final int DATA_IN_STATUS = 0x01;
+    private static final int RESIDUAL_UNDERFLOW = 0x02;
+    private static final int RESIDUAL_OVERFLOW = 0x04;
+
+    private final ServerContext server;
+    private final PduDecoder decoder;
+    private final PduEncoder encoder;
+    private ChannelHandlerContext ctx;
+
+    // ---- login phase
+    private LoginNegotiator login;
+    private boolean loginStarted;
+    private ByteBuf loginText;
+    private long isid;
+    private boolean fullFeature;
+    private ScheduledFuture<?> loginTimer;
+
+    // ---- session
+    private NegotiatedParameters params;
+    private IscsiTargetDefinition target;
+    private String nexus;
+    private boolean registered;
+    private int tsih;
+    private int statSn;
+    private int expCmdSn;
+    private int maxCmdSn;
+    private final IntObjectHashMap<IscsiTask> tasksByItt = new IntObjectHashMap<>();
+    private final IntObjectHashMap<IscsiTask> tasksByTtt = new IntObjectHashMap<>();
+    private int lastTtt;
+    private int executing;
+    private int pendingLogoutItt;
+    private boolean logoutPending;
+    private boolean draining;
+    private Promise<Void> drained;
+    private ByteBuf pendingTextResponse;
+    private int pendingTextTtt;
+
+    // ---- liveness
+    private long lastReceiveNanos;
+    private boolean pingOutstanding;
+    private ScheduledFuture<?> nopTimer;
+
+    IscsiConnection(ServerContext server, PduDecoder decoder, PduEncoder encoder) {
+        this.server = server;
+        this.decoder = decoder;
+        this.encoder = encoder;
+    }
+
+    ScsiCommandRouter router() {
+        return target.router();
+    }
+
+    EventLoop eventLoop() {
+        return ctx.channel().eventLoop();
+    }
+
+    String nexus() {
+        return nexus;
+    }
+
+    // ------------------------------------------------------------------ channel lifecycle
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext context) {
+        this.ctx = context;
+    }
+
+    @Override
+    public void channelActive(ChannelHandlerContext context) {
+        server.connections.add(this);
+        login = new LoginNegotiator(server.settings, server::target);
+        lastReceiveNanos = System.nanoTime();
+        long timeoutMillis = server.settings.loginTimeout().toMillis();
+        loginTimer = context.executor().schedule(this::loginTimedOut, timeoutMillis, TimeUnit.MILLISECONDS);
+        context.fireChannelActive();
+    }
+
+    private void loginTimedOut() {
+        if (!fullFeature) {
+            log.info("{}: login not completed within {}; closing", remote(), server.settings.loginTimeout());
+            ctx.close();
+        }
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext context) {
+        cancel(loginTimer);
+        cancel(nopTimer);
+        if (loginText != null) {
+            loginText.release();
+            loginText = null;
+        }
+        if (pendingTextResponse != null) {
+            pendingTextResponse.release();
+            pendingTextResponse = null;
+        }
+        List<IscsiTask> tasks = new ArrayList<>(tasksByItt.values());
+        for (IscsiTask task : tasks) {
+            task.aborted = true;
+            if (task.state == IscsiTask.State.COLLECTING_DATA) {
+                forget(task);
+                task.releaseBuffers();
+            }
+        }
+        if (registered && server.sessions.unregister(nexus, this)) {
+            target.router().nexusRemoved(nexus);
+            log.info("{}: session {} ended", remote(), nexus);
+        }
+        registered = false;
+        server.connections.remove(this);
+        completeDrainIfIdle();
+        context.fireChannelInactive();
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext context, Throwable cause) {
+        log.warn("{}: closing the connection after an error: {}", remote(), cause.toString());
+        context.close();
+    }
+
+    // ------------------------------------------------------------------ inbound dispatch
+
+    @Override
+    public void channelRead(ChannelHandlerContext context, Object msg) {
+        if (!(msg instanceof IscsiPdu)) {
+            context.fireChannelRead(msg);
+            return;
+        }
+        IscsiPdu pdu = (IscsiPdu) msg;
+        try {
+            lastReceiveNanos = System.nanoTime();
+            pingOutstanding = false;
+            if (!fullFeature) {
+                loginPhase(pdu);
+            } else if (pdu.rejectReason() != 0) {
+                sendReject(pdu.header(), pdu.rejectReason());
+                if (pdu.rejectReason() == Bhs.REJECT_DATA_DIGEST_ERROR) {
+                    // ErrorRecoveryLevel 0 has no way to recover the lost data: end the session
+                    ctx.flush();
+                    ctx.close();
+                }
+            } else {
+                fullFeaturePhase(pdu);
+            }
+        } finally {
+            pdu.release();
+        }
+    }
+
+    @Override
+    public void channelReadComplete(ChannelHandlerContext context) {
+        context.flush();
+    }
+
+    private void fullFeaturePhase(IscsiPdu pdu) {
+        ByteBuf h = pdu.header();
+        switch (pdu.opcode()) {
+            case Bhs.OP_SCSI_COMMAND:
+                if (login.discovery()) {
+                    sendReject(h, Bhs.REJECT_PROTOCOL_ERROR);
+                } else if (acceptCmdSn(h)) {
+                    scsiCommand(h, pdu.data());
+                }
+                break;
+            case Bhs.OP_DATA_OUT:
+                dataOut(h, pdu.data());
+                break;
+            case Bhs.OP_NOP_OUT:
+                if (acceptCmdSn(h)) {
+                    nopOut(h, pdu.data());
+                }
+                break;
+            case Bhs.OP_TASK_MGMT_REQUEST:
+                if (login.discovery()) {
+                    sendReject(h, Bhs.REJECT_PROTOCOL_ERROR);
+                } else if (acceptCmdSn(h)) {
+                    taskManagement(h);
+                }
+                break;
+            case Bhs.OP_TEXT_REQUEST:
+                if (acceptCmdSn(h)) {
+                    text(h, pdu.data());
+                }
+                break;
+            case Bhs.OP_LOGOUT_REQUEST:
+                if (acceptCmdSn(h)) {
+                    logout(h);
+                }
+                break;
+            case Bhs.OP_LOGIN_REQUEST:
+                sendReject(h, Bhs.REJECT_PROTOCOL_ERROR);
+                break;
+            case Bhs.OP_SNACK_REQUEST:
+                // ErrorRecoveryLevel 0: no SNACK support
+                sendReject(h, Bhs.REJECT_PROTOCOL_ERROR);
+                break;
+            default:
+                sendReject(h, Bhs.REJECT_COMMAND_NOT_SUPPORTED);
+                break;
+        }
+    }
+
+    // ------------------------------------------------------------------ login
+
+    private void loginPhase(IscsiPdu pdu) {
+        ByteBuf h = pdu.header();
+        if (pdu.rejectReason() != 0 || pdu.opcode() != Bhs.OP_LOGIN_REQUEST) {
+            // RFC 7143 section 6.1: anything but a Login Request during login ends the connection
+            log.info("{}: opcode 0x{} during login; rejecting the login", remote(), Integer.toHexString(pdu.opcode()));
+            sendLoginResponse(h, 0, LoginNegotiator.STATUS_INVALID_DURING_LOGIN, null, 0, 0);
+            closeAfterFlush();
+            return;
+        }
+        int flags = Bhs.flags(h);
+        boolean transit = (flags & 0x80) != 0;
+        boolean continues = (flags & 0x40) != 0;
+        int currentStage = (flags >> 2) & 3;
+        int nextStage = flags & 3;
+        if (!loginStarted) {
+            // first request of the connection: sequence numbers start here
+            loginStarted = true;
+            isid = h.getLong(Bhs.OFF_LUN) >>> 16;
+            statSn = h.getInt(Bhs.OFF_EXP_STAT_SN);
+            expCmdSn = Bhs.cmdSn(h);
+            maxCmdSn = expCmdSn + server.settings.queueDepth() - 1;
+        }
+        int requestTsih = h.getUnsignedShort(14);
+        if (requestTsih != 0) {
+            // adding a connection to an existing session needs MaxConnections > 1
+            sendLoginResponse(h, 0, LoginNegotiator.STATUS_SESSION_DOES_NOT_EXIST, null, currentStage, 0);
+            closeAfterFlush();
+            return;
+        }
+        if (pdu.data().isReadable()) {
+            if (loginText == null) {
+                loginText = ctx.alloc().heapBuffer(pdu.data().readableBytes());
+            }
+            if (loginText.readableBytes() + pdu.data().readableBytes() > 64 * 1024) {
+                sendLoginResponse(h, 0, LoginNegotiator.STATUS_INITIATOR_ERROR, null, currentStage, 0);
+                closeAfterFlush();
+                return;
+            }
+            loginText.writeBytes(pdu.data(), pdu.data().readerIndex(), pdu.data().readableBytes());
+        }
+        if (continues) {
+            // the initiator's text continues in the next request: acknowledge with an empty response
+            sendLoginResponse(h, 0, LoginNegotiator.STATUS_SUCCESS, null, currentStage, 0);
+            return;
+        }
+        Map<String, String> keys = loginText == null ? Map.of() : TextParameters.parse(loginText);
+        if (loginText != null) {
+            loginText.release();
+            loginText = null;
+        }
+        LoginNegotiator.Step step = login.process(currentStage, transit, nextStage, h.getByte(3) & 0xff, keys);
+        if (step.failed()) {
+            log.info("{}: login of {} refused with status 0x{}", remote(), login.initiatorName(),
+                    String.format("%04x", step.status));
+            sendLoginResponse(h, 0, step.status, null, currentStage, 0);
+            closeAfterFlush();
+            return;
+        }
+        int responseFlags = (step.transit ? 0x80 : 0) | currentStage << 2 | (step.transit ? step.nextStage : 0);
+        if (step.enteredFullFeature()) {
+            enterFullFeature();
+        }
+        sendLoginResponse(h, responseFlags, LoginNegotiator.STATUS_SUCCESS, step.keys, currentStage, tsih);
+        if (fullFeature) {
+            ctx.flush();
+            encoder.enableDigests(params.headerDigest, params.dataDigest);
+            decoder.enableDigests(params.headerDigest, params.dataDigest);
+            decoder.maxDataSegmentLength(params.targetMaxRecvDataSegmentLength);
+        }
+    }
+
+    private void enterFullFeature() {
+        fullFeature = true;
+        cancel(loginTimer);
+        params = login.parameters();
+        target = login.target();
+        tsih = server.sessions.allocateTsih();
+        if (target != null) {
+            nexus = login.initiatorName() + ",i,0x" + String.format("%012x", isid) + "," + target.iqn()
+                    + ",t,0x" + String.format("%04x", server.settings.targetPortalGroupTag());
+            IscsiConnection replaced = server.sessions.register(nexus, this);
+            registered = true;
+            if (replaced != null) {
+                log.info("{}: session reinstatement for {}: closing the old session", remote(), nexus);
+                target.router().nexusRemoved(nexus);
+                replaced.closeForReinstatement();
+            }
+            target.router().nexusAdded(nexus);
+            log.info("{}: session {} logged in (MaxRecvDataSegmentLength {}, MaxBurstLength {}, ImmediateData {}, InitialR2T {})",
+                    remote(), nexus, params.initiatorMaxRecvDataSegmentLength, params.maxBurstLength,
+                    params.immediateData, params.initialR2T);
+        } else {
+            log.debug("{}: discovery session of {}", remote(), login.initiatorName());
+        }
+        long interval = server.settings.nopInInterval().toMillis();
+        if (interval > 0) {
+            nopTimer = ctx.executor().scheduleAtFixedRate(this::checkLiveness, interval, interval, TimeUnit.MILLISECONDS);
+        }
+    }
+
+    /** Called on another session's event loop: that session replaced this one. */
+    void closeForReinstatement() {
+        ctx.executor().execute(() -> {
+            registered = false;
+            ctx.close();
+        });
+    }
+
+    private void sendLoginResponse(ByteBuf request, int flags, int status, Map<String, String> keys, int currentStage, int sessionHandle) {
+        ByteBuf data = null;
+        if (keys != null && !keys.isEmpty()) {
+            data = ctx.alloc().buffer(256);
+            TextParameters.write(keys, data);
+        }
+        ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
+        int responseFlags = status == LoginNegotiator.STATUS_SUCCESS ? flags : currentStage << 2;
+        Bhs.begin(h, Bhs.OP_LOGIN_RESPONSE, responseFlags, data == null ? 0 : data.readableBytes());
+        h.setBytes(8, request, 8, 6); // ISID
+        h.setShort(14, sessionHandle);
+        h.setInt(Bhs.OFF_ITT, Bhs.itt(request));
+        h.setInt(Bhs.OFF_STAT_SN, statSn++);
+        h.setInt(Bhs.OFF_EXP_CMD_SN, expCmdSn);
+        h.setInt(Bhs.OFF_MAX_CMD_SN, maxCmdSn);
+        h.setShort(36, status);
+        ctx.write(IscsiPdu.of(h, data), ctx.voidPromise());
+    }
+
+    private void closeAfterFlush() {
+        ctx.writeAndFlush(ctx.alloc().buffer(0)).addListener(ChannelFutureListener.CLOSE);
+    }
+
+    // ------------------------------------------------------------------ CmdSN window
+
+    /**
+     * Checks a non-immediate PDU's CmdSN against the window and consumes its slot; out-of-window
+     * PDUs are dropped silently (RFC 7143 section 4.2.2.1). Immediate PDUs pass unchecked.
+     */
+    private boolean acceptCmdSn(ByteBuf h) {
+        if (Bhs.immediate(h)) {
+            return true;
+        }
+        int cmdSn = Bhs.cmdSn(h);
+        if (Bhs.snLessThan(cmdSn, expCmdSn) || Bhs.snLessThan(maxCmdSn, cmdSn)) {
+            log.debug("{}: CmdSN {} outside window [{}, {}]; dropped", remote(), cmdSn, expCmdSn, maxCmdSn);
+            return false;
+        }
+        // a gap can only come from an initiator skipping numbers: those slots count as used and returned
+        maxCmdSn += cmdSn - expCmdSn;
+        expCmdSn = cmdSn + 1;
+        return true;
+    }
+
+    /** A non-immediate command finished: its CmdSN slot returns to the window. */
+    private void retire(boolean immediate) {
+        if (!immediate) {
+            maxCmdSn++;
+        }
+    }
+
+    // ------------------------------------------------------------------ SCSI commands
+
+    private void scsiCommand(ByteBuf h, ByteBuf data) {
+        boolean immediate = Bhs.immediate(h);
+        int flags = Bhs.flags(h);
+        int itt = Bhs.itt(h);
+        int edtl = h.getInt(20);
+        boolean readBit = (flags & 0x40) != 0;
+        boolean writeBit = (flags & 0x20) != 0;
+        int immediateLength = data.readableBytes();
+        if (draining || logoutPending) {
+            retire(immediate);
+            sendReject(h, Bhs.REJECT_WAITING_FOR_LOGOUT);
+            return;
+        }
+        if (tasksByItt.containsKey(itt)) {
+            retire(immediate);
+            sendReject(h, 0x07); // task in progress
+            return;
+        }
+        if (edtl < 0 || writeBit && edtl > MAX_WRITE_TRANSFER
+                || immediateLength > 0 && (!writeBit || !params.immediateData || immediateLength > edtl
+                        || immediateLength > params.firstBurstLength)) {
+            retire(immediate);
+            sendReject(h, immediateLength > 0 ? Bhs.REJECT_PROTOCOL_ERROR : Bhs.REJECT_INVALID_PDU_FIELD);
+            return;
+        }
+        byte[] cdb = readCdb(h);
+        if (cdb == null) {
+            retire(immediate);
+            sendReject(h, Bhs.REJECT_INVALID_PDU_FIELD);
+            return;
+        }
+        boolean expectsData = writeBit && edtl > 0;
+        int ttt = expectsData ? nextTargetTransferTag() : Bhs.RESERVED_TAG;
+        IscsiTask task = new IscsiTask(this, itt, ttt, Bhs.lunField(h), cdb, edtl, readBit, writeBit, flags & 0x07,
+                Bhs.cmdSn(h), immediate);
+        tasksByItt.put(itt, task);
+        if (!expectsData) {
+            dispatch(task);
+            return;
+        }
+        tasksByTtt.put(ttt, task);
+        task.dataOut = ctx.alloc().directBuffer(edtl, edtl);
+        task.dataOut.writerIndex(edtl);
+        if (immediateLength > 0) {
+            task.dataOut.setBytes(0, data, data.readerIndex(), immediateLength);
+            task.bytesReceived = immediateLength;
+        }
+        boolean finalBit = (flags & Bhs.FINAL_BIT) != 0;
+        task.unsolicitedPending = !finalBit && !params.initialR2T && immediateLength < Math.min(params.firstBurstLength, edtl);
+        task.nextR2tOffset = task.bytesReceived;
+        continueWrite(task);
+    }
+
+    /** The CDB: 16 bytes from the BHS, more from an Extended CDB AHS (type 1); null if malformed. */
+    private static byte[] readCdb(ByteBuf h) {
+        int ahsEnd = h.readableBytes();
+        int offset = Bhs.LENGTH;
+        while (offset + 4 <= ahsEnd) {
+            int length = h.getUnsignedShort(offset);
+            int type = h.getByte(offset + 2) & 0xff;
+            if (offset + 3 + length > ahsEnd) {
+                return null;
+            }
+            if (type == 1 && length > 1) {
+                byte[] cdb = new byte[16 + length - 1];
+                h.getBytes(32, cdb, 0, 16);
+                h.getBytes(offset + 4, cdb, 16, length - 1);
+                return cdb;
+            }
+            offset += (3 + length + 3) & ~3;
+        }
+        byte[] cdb = new byte[16];
+        h.getBytes(32, cdb);
+        return cdb;
+    }
+
+    private int nextTargetTransferTag() {
+        do {
+            lastTtt++;
+        } while (lastTtt == Bhs.RESERVED_TAG || tasksByTtt.containsKey(lastTtt));
+        return lastTtt;
+    }
+
+    private void dataOut(ByteBuf h, ByteBuf data) {
+        int ttt = Bhs.ttt(h);
+        IscsiTask task = ttt == Bhs.RESERVED_TAG ? tasksByItt.get(Bhs.itt(h)) : tasksByTtt.get(ttt);
+        if (task == null || task.state != IscsiTask.State.COLLECTING_DATA || task.dataOut == null) {
+            // data for a task that was aborted or already failed: nothing to do
+            log.debug("{}: Data-Out for unknown task ITT 0x{} TTT 0x{} dropped", remote(),
+                    Integer.toHexString(Bhs.itt(h)), Integer.toHexString(ttt));
+            return;
+        }
+        int offset = h.getInt(Bhs.OFF_BUFFER_OFFSET);
+        int length = data.readableBytes();
+        boolean unsolicited = ttt == Bhs.RESERVED_TAG;
+        if (task.itt != Bhs.itt(h) || offset < 0 || (long) offset + length > task.expectedTransferLength
+                || unsolicited && (!task.unsolicitedPending || (long) offset + length > params.firstBurstLength)) {
+            sendReject(h, Bhs.REJECT_PROTOCOL_ERROR);
+            return;
+        }
+        task.dataOut.setBytes(offset, data, data.readerIndex(), length);
+        task.bytesReceived += length;
+        if (Bhs.finalBit(h)) {
+            if (unsolicited) {
+                task.unsolicitedPending = false;
+                task.nextR2tOffset = Math.max(task.nextR2tOffset, offset + length);
+            } else if (task.outstandingR2ts > 0) {
+                task.outstandingR2ts--;
+            }
+        }
+        continueWrite(task);
+    }
+
+    /** Issues R2Ts while the window allows, or dispatches the command once every byte is in. */
+    private void continueWrite(IscsiTask task) {
+        if (task.unsolicitedPending) {
+            return;
+        }
+        if (task.allDataReceived()) {
+            dispatch(task);
+            return;
+        }
+        while (task.outstandingR2ts < params.maxOutstandingR2T && task.nextR2tOffset < task.expectedTransferLength) {
+            int length = Math.min(params.maxBurstLength, task.expectedTransferLength - task.nextR2tOffset);
+            ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
+            Bhs.begin(h, Bhs.OP_R2T, Bhs.FINAL_BIT, 0);
+            h.setLong(Bhs.OFF_LUN, task.lunField);
+            h.setInt(Bhs.OFF_ITT, task.itt);
+            h.setInt(Bhs.OFF_TTT, task.targetTransferTag);
+            h.setInt(Bhs.OFF_STAT_SN, statSn);
+            h.setInt(Bhs.OFF_EXP_CMD_SN, expCmdSn);
+            h.setInt(Bhs.OFF_MAX_CMD_SN, maxCmdSn);
+            h.setInt(Bhs.OFF_DATA_SN, task.r2tSn++);
+            h.setInt(Bhs.OFF_BUFFER_OFFSET, task.nextR2tOffset);
+            h.setInt(Bhs.OFF_RESIDUAL, length);
+            ctx.write(IscsiPdu.of(h, null), ctx.voidPromise());
+            task.nextR2tOffset += length;
+            task.outstandingR2ts++;
+        }
+    }
+
+    private void dispatch(IscsiTask task) {
+        if (task.targetTransferTag != Bhs.RESERVED_TAG) {
+            tasksByTtt.remove(task.targetTransferTag);
+        }
+        task.command = new ScsiCommand(nexus, task.lun, task.cdb, task.expectedTransferLength, task.readBit,
+                task.writeBit, task.taskAttribute, task.dataOut, ctx.alloc());
+        task.state = IscsiTask.State.EXECUTING;
+        executing++;
+        try {
+            server.ioExecutor.execute(task);
+        } catch (RejectedExecutionException e) {
+            task.command.completeWithStatus(ScsiCommand.BUSY);
+            task.state = IscsiTask.State.DONE;
+            taskExecuted(task);
+        }
+    }
+
+    /** Back on the event loop after execution: answer, release, return the CmdSN slot. */
+    void taskExecuted(IscsiTask task) {
+        executing--;
+        forget(task);
+        retire(task.immediate);
+        if (task.aborted || !ctx.channel().isActive()) {
+            task.releaseBuffers();
+        } else {
+            sendResult(task);
+            task.releaseBuffers();
+            ctx.flush();
+        }
+        if (task.abortWaiter != null) {
+            taskManagementTaskEnded(task.abortWaiter);
+        }
+        if (logoutPending && executing == 0) {
+            sendLogoutResponse();
+        }
+        completeDrainIfIdle();
+    }
+
+    private void forget(IscsiTask task) {
+        tasksByItt.remove(task.itt);
+        if (task.targetTransferTag != Bhs.RESERVED_TAG) {
+            tasksByTtt.remove(task.targetTransferTag);
+        }
+    }
+
+    /**
+     * Data-In (split by the initiator's MaxRecvDataSegmentLength, F bit at every MaxBurstLength)
+     * and the status: collapsed into the last Data-In for GOOD without sense, else a SCSI Response.
+     */
+    private void sendResult(IscsiTask task) {
+        ScsiCommand cmd = task.command;
+        ByteBuf dataIn = cmd.dataIn();
+        int edtl = task.expectedTransferLength;
+        int toSend = dataIn == null || !task.readBit ? 0 : Math.min(dataIn.readableBytes(), edtl);
+        long commandLength = cmd.commandTransferLength();
+        if (commandLength >= 0 && task.readBit) {
+            toSend = (int) Math.min(toSend, commandLength);
+        }
+        int residualFlags = 0;
+        long residual = 0;
+        if (commandLength > edtl) {
+            residualFlags = RESIDUAL_OVERFLOW;
+            residual = commandLength - edtl;
+        } else {
+            long transferred = task.readBit ? toSend : Math.max(commandLength, 0);
+            if (transferred < edtl) {
+                residualFlags = RESIDUAL_UNDERFLOW;
+                residual = edtl - transferred;
+            }
+        }
+        int residualCount = (int) Math.min(residual, 0xffffffffL);
+        boolean collapse = toSend > 0 && cmd.status() == ScsiCommand.GOOD && cmd.sense() == null;
+        int dataSn = 0;
+        int offset = 0;
+        int segmentLimit = params.initiatorMaxRecvDataSegmentLength;
+        while (offset < toSend) {
+            int burstLeft = params.maxBurstLength - offset % params.maxBurstLength;
+            int length = Math.min(Math.min(segmentLimit, toSend - offset), burstLeft);
+            boolean last = offset + length == toSend;
+            int flags = last || length == burstLeft ? Bhs.FINAL_BIT : 0;
+            if (last && collapse) {
+                flags |= DATA_IN_STATUS | residualFlags;
+            }
+            ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
+            Bhs.begin(h, Bhs.OP_DATA_IN, flags, length);
+            h.setLong(Bhs.OFF_LUN, task.lunField);
+            h.setInt(Bhs.OFF_ITT, task.itt);
+            h.setInt(Bhs.OFF_TTT, Bhs.RESERVED_TAG);
+            if ((flags & DATA_IN_STATUS) != 0) {
+                h.setByte(3, cmd.status());
+                h.setInt(Bhs.OFF_STAT_SN, statSn++);
+                h.setInt(Bhs.OFF_RESIDUAL, residualCount);
+            }
+            h.setInt(Bhs.OFF_EXP_CMD_SN, expCmdSn);
+            h.setInt(Bhs.OFF_MAX_CMD_SN, maxCmdSn);
+            h.setInt(Bhs.OFF_DATA_SN, dataSn++);
+            h.setInt(Bhs.OFF_BUFFER_OFFSET, offset);
+            ctx.write(IscsiPdu.of(h, dataIn.retainedSlice(dataIn.readerIndex() + offset, length)), ctx.voidPromise());
+            offset += length;
+        }
+        if (collapse) {
+            return;
+        }
+        byte[] sense = cmd.sense();
+        ByteBuf senseData = null;
+        if (sense != null) {
+            senseData = ctx.alloc().buffer(2 + sense.length);
+            senseData.writeShort(sense.length);
+            senseData.writeBytes(sense);
+        }
+        ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
+        Bhs.begin(h, Bhs.OP_SCSI_RESPONSE, Bhs.FINAL_BIT | residualFlags, senseData == null ? 0 : senseData.readableBytes());
+        h.setByte(3, cmd.status());
+        h.setInt(Bhs.OFF_ITT, task.itt);
+        h.setInt(Bhs.OFF_STAT_SN, statSn++);
+        h.setInt(Bhs.OFF_EXP_CMD_SN, expCmdSn);
+        h.setInt(Bhs.OFF_MAX_CMD_SN, maxCmdSn);
+        h.setInt(Bhs.OFF_DATA_SN, task.readBit ? dataSn : task.r2tSn);
+        h.setInt(Bhs.OFF_RESIDUAL, residualCount);
+        ctx.write(IscsiPdu.of(h, senseData), ctx.voidPromise());
+    }
+
+    // ------------------------------------------------------------------ NOP
+
+    private void nopOut(ByteBuf h, ByteBuf data) {
+        retire(Bhs.immediate(h));
+        int itt = Bhs.itt(h);
+        if (itt == Bhs.RESERVED_TAG) {
+            return; // an answer to our ping, or a ping that wants no answer
+        }
+        ByteBuf echo = data.isReadable()
+                ? data.retainedSlice(data.readerIndex(), Math.min(data.readableBytes(), params.initiatorMaxRecvDataSegmentLength))
+                : null;
+        sendNopIn(itt, Bhs.RESERVED_TAG, Bhs.lunField(h), echo, true);
+    }
+
+    private void sendNopIn(int itt, int ttt, long lunField, ByteBuf data, boolean advanceStatSn) {
+        ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
+        Bhs.begin(h, Bhs.OP_NOP_IN, Bhs.FINAL_BIT, data == null ? 0 : data.readableBytes());
+        h.setLong(Bhs.OFF_LUN, lunField);
+        h.setInt(Bhs.OFF_ITT, itt);
+        h.setInt(Bhs.OFF_TTT, ttt);
+        h.setInt(Bhs.OFF_STAT_SN, advanceStatSn ? statSn++ : statSn);
+        h.setInt(Bhs.OFF_EXP_CMD_SN, expCmdSn);
+        h.setInt(Bhs.OFF_MAX_CMD_SN, maxCmdSn);
+        ctx.write(IscsiPdu.of(h, data), ctx.voidPromise());
+    }
+
+    /** Pings an initiator silent for a whole interval; drops it if it stays silent another one. */
+    private void checkLiveness() {
+        long idle = System.nanoTime() - lastReceiveNanos;
+        if (idle < server.settings.nopInInterval().toNanos()) {
+            return;
+        }
+        if (pingOutstanding) {
+            log.info("{}: no answer to NOP-In within {}; closing", remote(), server.settings.nopInInterval());
+            ctx.close();
+            return;
+        }
+        pingOutstanding = true;
+        sendNopIn(Bhs.RESERVED_TAG, nextTargetTransferTag(), 0, null, false);
+        ctx.flush();
+    }
+
+    // ------------------------------------------------------------------ task management
+
+    private void taskManagement(ByteBuf h) {
+        boolean immediate = Bhs.immediate(h);
+        retire(immediate);
+        int function = Bhs.flags(h) & 0x7f;
+        int itt = Bhs.itt(h);
+        long lunField = Bhs.lunField(h);
+        long lun = Bhs.decodeLun(lunField);
+        PendingTaskManagement pending = new PendingTaskManagement(itt, function, lun);
+        switch (function) {
+            case TMF_ABORT_TASK: {
+                IscsiTask task = tasksByItt.get(h.getInt(20));
+                if (task == null) {
+                    int refCmdSn = h.getInt(32);
+                    boolean alreadyDone = Bhs.snLessThan(refCmdSn, Bhs.cmdSn(h)) || refCmdSn == Bhs.cmdSn(h) && immediate;
+                    sendTaskManagementResponse(itt, alreadyDone ? TMF_COMPLETE : TMF_TASK_DOES_NOT_EXIST);
+                    return;
+                }
+                abort(task, pending);
+                break;
+            }
+            case TMF_ABORT_TASK_SET:
+            case TMF_LOGICAL_UNIT_RESET:
+                if (!target.router().luns().contains(lun)) {
+                    sendTaskManagementResponse(itt, TMF_LUN_DOES_NOT_EXIST);
+                    return;
+                }
+                abortAll(pending, lun);
+                break;
+            case TMF_TARGET_WARM_RESET:
+                abortAll(pending, -1);
+                break;
+            case TMF_TASK_REASSIGN:
+                sendTaskManagementResponse(itt, TMF_REASSIGNMENT_NOT_SUPPORTED);
+                return;
+            default:
+                sendTaskManagementResponse(itt, TMF_NOT_SUPPORTED);
+                return;
+        }
+        if (pending.tasksRemaining == 0) {
+            finishTaskManagement(pending);
+        }
+    }
+
+    private void abortAll(PendingTaskManagement pending, long lun) {
+        List<IscsiTask> tasks = new ArrayList<>(tasksByItt.values());
+        for (IscsiTask task : tasks) {
+            if (lun < 0 || task.lun == lun) {
+                abort(task, pending);
+            }
+        }
+    }
+
+    /** Aborts a task now if it has not started, or marks it so its end answers {@code pending}. */
+    private void abort(IscsiTask task, PendingTaskManagement pending) {
+        if (task.aborted) {
+            return;
+        }
+        task.aborted = true;
+        if (task.state == IscsiTask.State.COLLECTING_DATA) {
+            forget(task);
+            retire(task.immediate);
+            task.releaseBuffers();
+        } else {
+            task.abortWaiter = pending;
+            pending.tasksRemaining++;
+        }
+    }
+
+    private void taskManagementTaskEnded(PendingTaskManagement pending) {
+        if (--pending.tasksRemaining == 0) {
+            finishTaskManagement(pending);
+        }
+    }
+
+    /** Runs the SCSI-side reset off the event loop (it may wait for the device), then answers. */
+    private void finishTaskManagement(PendingTaskManagement pending) {
+        if (pending.function != TMF_LOGICAL_UNIT_RESET && pending.function != TMF_TARGET_WARM_RESET) {
+            sendTaskManagementResponse(pending.itt, TMF_COMPLETE);
+            ctx.flush();
+            return;
+        }
+        ScsiCommandRouter router = target.router();
+        String sessionNexus = nexus;
+        try {
+            server.ioExecutor.execute(() -> {
+                try {
+                    if (pending.function == TMF_LOGICAL_UNIT_RESET) {
+                        router.lunReset(sessionNexus, pending.lun);
+                    } else {
+                        router.targetReset(sessionNexus);
+                    }
+                } finally {
+                    eventLoop().execute(() -> {
+                        if (ctx.channel().isActive()) {
+                            sendTaskManagementResponse(pending.itt, TMF_COMPLETE);
+                            ctx.flush();
+                        }
+                    });
+                }
+            });
+        } catch (RejectedExecutionException e) {
+            sendTaskManagementResponse(pending.itt, TMF_NOT_SUPPORTED);
+        }
+    }
+
+    private void sendTaskManagementResponse(int itt, int response) {
+        ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
+        Bhs.begin(h, Bhs.OP_TASK_MGMT_RESPONSE, Bhs.FINAL_BIT, 0);
+        h.setByte(2, response);
+        h.setInt(Bhs.OFF_ITT, itt);
+        h.setInt(Bhs.OFF_STAT_SN, statSn++);
+        h.setInt(Bhs.OFF_EXP_CMD_SN, expCmdSn);
+        h.setInt(Bhs.OFF_MAX_CMD_SN, maxCmdSn);
+        ctx.write(IscsiPdu.of(h, null), ctx.voidPromise());
+    }
+
+    // ------------------------------------------------------------------ text
+
+    private void text(ByteBuf h, ByteBuf data) {
+        retire(Bhs.immediate(h));
+        int itt = Bhs.itt(h);
+        int ttt = Bhs.ttt(h);
+        if ((Bhs.flags(h) & 0x40) != 0) {
+            // multi-PDU text requests are not needed by SendTargets; refuse rather than guess
+            sendReject(h, Bhs.REJECT_COMMAND_NOT_SUPPORTED);
+            return;
+        }
+        if (ttt != Bhs.RESERVED_TAG) {
+            if (pendingTextResponse != null && ttt == pendingTextTtt) {
+                sendTextChunk(itt, Bhs.lunField(h));
+            } else {
+                sendReject(h, Bhs.REJECT_INVALID_PDU_FIELD);
+            }
+            return;
+        }
+        if (pendingTextResponse != null) {
+            pendingTextResponse.release();
+            pendingTextResponse = null;
+        }
+        Map<String, String> keys = TextParameters.parse(data);
+        ByteBuf response = ctx.alloc().buffer(256);
+        for (Map.Entry<String, String> e : keys.entrySet()) {
+            if (e.getKey().equals("SendTargets")) {
+                sendTargets(e.getValue(), response);
+            } else {
+                TextParameters.write(Map.of(e.getKey(), "NotUnderstood"), response);
+            }
+        }
+        pendingTextResponse = response;
+        pendingTextTtt = nextTargetTransferTag();
+        sendTextChunk(itt, Bhs.lunField(h));
+    }
+
+    /** Sends the next piece of the pending text response; C bit and a TTT while more follows. */
+    private void sendTextChunk(int itt, long lunField) {
+        ByteBuf all = pendingTextResponse;
+        int length = Math.min(all.readableBytes(), params.initiatorMaxRecvDataSegmentLength);
+        boolean last = length == all.readableBytes();
+        ByteBuf chunk = all.readRetainedSlice(length);
+        ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
+        Bhs.begin(h, Bhs.OP_TEXT_RESPONSE, last ? Bhs.FINAL_BIT : 0x40, length);
+        h.setLong(Bhs.OFF_LUN, lunField);
+        h.setInt(Bhs.OFF_ITT, itt);
+        h.setInt(Bhs.OFF_TTT, last ? Bhs.RESERVED_TAG : pendingTextTtt);
+        h.setInt(Bhs.OFF_STAT_SN, statSn++);
+        h.setInt(Bhs.OFF_EXP_CMD_SN, expCmdSn);
+        h.setInt(Bhs.OFF_MAX_CMD_SN, maxCmdSn);
+        ctx.write(IscsiPdu.of(h, chunk), ctx.voidPromise());
+        if (last) {
+            all.release();
+            pendingTextResponse = null;
+        }
+    }
+
+    /** SendTargets=All (discovery: every target this initiator may use; normal: this one) or =IQN. */
+    private void sendTargets(String which, ByteBuf out) {
+        for (IscsiTargetDefinition t : server.targets()) {
+            boolean wanted = "All".equals(which) ? target == null || target == t
+                    : which.isEmpty() ? target == t : which.equals(t.iqn());
+            if (wanted && t.allows(login.initiatorName())) {
+                out.writeCharSequence("TargetName=" + t.iqn(), StandardCharsets.UTF_8);
+                out.writeByte(0);
+                for (String portal : portals()) {
+                    out.writeCharSequence("TargetAddress=" + portal + "," + server.settings.targetPortalGroupTag(),
+                            StandardCharsets.UTF_8);
+                    out.writeByte(0);
+                }
+            }
+        }
+    }
+
+    private List<String> portals() {
+        if (!server.settings.portalAddresses().isEmpty()) {
+            return server.settings.portalAddresses();
+        }
+        SocketAddress local = ctx.channel().localAddress();
+        if (local instanceof InetSocketAddress) {
+            InetSocketAddress inet = (InetSocketAddress) local;
+            String host = inet.getAddress().getHostAddress();
+            if (host.indexOf(':') >= 0) {
+                int scope = host.indexOf('%');
+                host = "[" + (scope >= 0 ? host.substring(0, scope) : host) + "]";
+            }
+            return List.of(host + ":" + inet.getPort());
+        }
+        return List.of();
+    }
+
+    // ------------------------------------------------------------------ logout and shutdown
+
+    private void logout(ByteBuf h) {
+        retire(Bhs.immediate(h));
+        int reason = Bhs.flags(h) & 0x7f;
+        pendingLogoutItt = Bhs.itt(h);
+        if (reason != LOGOUT_CLOSE_SESSION && reason != LOGOUT_CLOSE_CONNECTION) {
+            sendLogoutHeader(LOGOUT_CONNECTION_RECOVERY_NOT_SUPPORTED);
+            return;
+        }
+        logoutPending = true;
+        // commands still waiting for Data-Out can never complete now
+        for (IscsiTask task : new ArrayList<>(tasksByItt.values())) {
+            if (task.state == IscsiTask.State.COLLECTING_DATA) {
+                task.aborted = true;
+                forget(task);
+                retire(task.immediate);
+                task.releaseBuffers();
+            }
+        }
+        if (executing == 0) {
+            sendLogoutResponse();
+        }
+    }
+
+    private void sendLogoutResponse() {
+        logoutPending = false;
+        sendLogoutHeader(0);
+        ctx.writeAndFlush(ctx.alloc().buffer(0)).addListener(ChannelFutureListener.CLOSE);
+    }
+
+    private void sendLogoutHeader(int response) {
+        ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
+        Bhs.begin(h, Bhs.OP_LOGOUT_RESPONSE, Bhs.FINAL_BIT, 0);
+        h.setByte(2, response);
+        h.setInt(Bhs.OFF_ITT, pendingLogoutItt);
+        h.setInt(Bhs.OFF_STAT_SN, statSn++);
+        h.setInt(Bhs.OFF_EXP_CMD_SN, expCmdSn);
+        h.setInt(Bhs.OFF_MAX_CMD_SN, maxCmdSn);
+        h.setShort(40, params.defaultTime2Wait);
+        h.setShort(42, params.defaultTime2Retain);
+        ctx.write(IscsiPdu.of(h, null), ctx.voidPromise());
+    }
+
+    /**
+     * Stops taking commands and closes the connection once no command is executing; the returned
+     * promise completes when it is closed. Safe from any thread.
+     */
+    Promise<Void> drain() {
+        Promise<Void> promise = ctx.executor().newPromise();
+        ctx.executor().execute(() -> {
+            draining = true;
+            drained = promise;
+            if (!ctx.channel().isActive()) {
+                promise.trySuccess(null);
+            } else {
+                completeDrainIfIdle();
+            }
+        });
+        return promise;
+    }
+
+    private void completeDrainIfIdle() {
+        if (draining && executing == 0) {
+            if (ctx.channel().isActive()) {
+                ctx.flush();
+                ctx.close().addListener(f -> drained.trySuccess(null));
+            } else {
+                drained.trySuccess(null);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    private void sendReject(ByteBuf rejected, int reason) {
+        ByteBuf copy = ctx.alloc().buffer(Bhs.LENGTH);
+        copy.writeBytes(rejected, rejected.readerIndex(), Bhs.LENGTH);
+        ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
+        Bhs.begin(h, Bhs.OP_REJECT, Bhs.FINAL_BIT, Bhs.LENGTH);
+        h.setByte(2, reason);
+        h.setInt(Bhs.OFF_ITT, Bhs.RESERVED_TAG);
+        h.setInt(Bhs.OFF_STAT_SN, statSn++);
+        h.setInt(Bhs.OFF_EXP_CMD_SN, expCmdSn);
+        h.setInt(Bhs.OFF_MAX_CMD_SN, maxCmdSn);
+        ctx.write(IscsiPdu.of(h, copy), ctx.voidPromise());
+    }
+
+    private SocketAddress remote() {
+        return ctx.channel().remoteAddress();
+    }
+
+    private static void cancel(ScheduledFuture<?> future) {
+        if (future != null) {
+            future.cancel(false);
+        }
+    }
+}

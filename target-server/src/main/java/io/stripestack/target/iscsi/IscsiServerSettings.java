@@ -1,0 +1,161 @@
+package io.stripestack.target.iscsi;
+
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * Transport-wide settings of an {@link IscsiServer}: where to listen, what to advertise, and the
+ * limits this target offers in login negotiation (RFC 7143 section 13). Immutable; build with
+ * {@link #builder()}. Every limit is validated by {@link Builder#build()} with a message naming the
+ * setting and the legal range.
+ */
+public final class IscsiServerSettings {
+    private final List<InetSocketAddress> bindAddresses;
+    private final List<String> portalAddresses;
+    private final int targetPortalGroupTag;
+    private final int maxRecvDataSegmentLength;
+    private final int maxBurstLength;
+    private final int firstBurstLength;
+    private final boolean immediateData;
+    private final boolean initialR2T;
+    private final int maxOutstandingR2T;
+    private final int queueDepth;
+    private final Duration nopInInterval;
+    private final Duration loginTimeout;
+    private final Duration drainTimeout;
+    private final boolean headerDigestAllowed;
+    private final boolean dataDigestAllowed;
+
+    private IscsiServerSettings(Builder b) {
+        this.bindAddresses = List.copyOf(b.bindAddresses);
+        this.portalAddresses = List.copyOf(b.portalAddresses);
+        this.targetPortalGroupTag = b.targetPortalGroupTag;
+        this.maxRecvDataSegmentLength = b.maxRecvDataSegmentLength;
+        this.maxBurstLength = b.maxBurstLength;
+        this.firstBurstLength = b.firstBurstLength;
+        this.immediateData = b.immediateData;
+        this.initialR2T = b.initialR2T;
+        this.maxOutstandingR2T = b.maxOutstandingR2T;
+        this.queueDepth = b.queueDepth;
+        this.nopInInterval = b.nopInInterval;
+        this.loginTimeout = b.loginTimeout;
+        this.drainTimeout = b.drainTimeout;
+        this.headerDigestAllowed = b.headerDigestAllowed;
+        this.dataDigestAllowed = b.dataDigestAllowed;
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Socket addresses to listen on (port 0 = any free port, see {@link IscsiServer#boundPorts()}). */
+    public List<InetSocketAddress> bindAddresses() { return bindAddresses; }
+    /**
+     * "host:port" portals SendTargets advertises (IPv6 hosts in brackets); empty = the local address
+     * the asking connection arrived on.
+     */
+    public List<String> portalAddresses() { return portalAddresses; }
+    public int targetPortalGroupTag() { return targetPortalGroupTag; }
+    public int maxRecvDataSegmentLength() { return maxRecvDataSegmentLength; }
+    public int maxBurstLength() { return maxBurstLength; }
+    public int firstBurstLength() { return firstBurstLength; }
+    public boolean immediateData() { return immediateData; }
+    public boolean initialR2T() { return initialR2T; }
+    public int maxOutstandingR2T() { return maxOutstandingR2T; }
+    /** Commands a session may have in flight: the CmdSN window (MaxCmdSN - ExpCmdSN + 1). */
+    public int queueDepth() { return queueDepth; }
+    /** How long a connection may stay silent before the target pings it; zero disables pings. */
+    public Duration nopInInterval() { return nopInInterval; }
+    public Duration loginTimeout() { return loginTimeout; }
+    /** How long {@link IscsiServer#close()} waits for in-flight commands before closing connections. */
+    public Duration drainTimeout() { return drainTimeout; }
+    public boolean headerDigestAllowed() { return headerDigestAllowed; }
+    public boolean dataDigestAllowed() { return dataDigestAllowed; }
+
+    /** Mutable builder; defaults listen on 0.0.0.0:3260 with the values documented per setter. */
+    public static final class Builder {
+        private final List<InetSocketAddress> bindAddresses = new ArrayList<>();
+        private final List<String> portalAddresses = new ArrayList<>();
+        private int targetPortalGroupTag = 1;
+        private int maxRecvDataSegmentLength = 262144;
+        private int maxBurstLength = 1048576;
+        private int firstBurstLength = 262144;
+        private boolean immediateData = true;
+        private boolean initialR2T = false;
+        private int maxOutstandingR2T = 4;
+        private int queueDepth = 128;
+        private Duration nopInInterval = Duration.ofSeconds(30);
+        private Duration loginTimeout = Duration.ofSeconds(15);
+        private Duration drainTimeout = Duration.ofSeconds(10);
+        private boolean headerDigestAllowed = true;
+        private boolean dataDigestAllowed = true;
+
+        private Builder() {
+        }
+
+        /** Adds a listening address; without any, the server listens on 0.0.0.0:3260. */
+        public Builder bind(InetSocketAddress address) {
+            bindAddresses.add(Objects.requireNonNull(address, "bind address"));
+            return this;
+        }
+
+        /** Adds an advertised portal "host:port" (IPv6 host in brackets) for SendTargets. */
+        public Builder portal(String hostAndPort) {
+            portalAddresses.add(Objects.requireNonNull(hostAndPort, "portal address"));
+            return this;
+        }
+
+        /** Target portal group tag, 1..65535 (default 1). */
+        public Builder targetPortalGroupTag(int tag) { this.targetPortalGroupTag = tag; return this; }
+        /** MaxRecvDataSegmentLength this target declares, 512..16777215 (default 262144). */
+        public Builder maxRecvDataSegmentLength(int bytes) { this.maxRecvDataSegmentLength = bytes; return this; }
+        /** Largest MaxBurstLength accepted, 512..16777215 (default 1 MiB). */
+        public Builder maxBurstLength(int bytes) { this.maxBurstLength = bytes; return this; }
+        /** Largest FirstBurstLength accepted, 512..MaxBurstLength (default 262144). */
+        public Builder firstBurstLength(int bytes) { this.firstBurstLength = bytes; return this; }
+        /** Whether ImmediateData=Yes is acceptable (default true; the result is the AND of both sides). */
+        public Builder immediateData(boolean allowed) { this.immediateData = allowed; return this; }
+        /** Whether this target demands InitialR2T=Yes (default false; the result is the OR of both sides). */
+        public Builder initialR2T(boolean required) { this.initialR2T = required; return this; }
+        /** Largest MaxOutstandingR2T accepted, 1..65535 (default 4). */
+        public Builder maxOutstandingR2T(int count) { this.maxOutstandingR2T = count; return this; }
+        /** Commands in flight per session, 1..65536 (default 128). */
+        public Builder queueDepth(int commands) { this.queueDepth = commands; return this; }
+        /** Idle time before a NOP-In ping (default 30 s; zero disables; a second silent interval drops the connection). */
+        public Builder nopInInterval(Duration interval) { this.nopInInterval = Objects.requireNonNull(interval); return this; }
+        /** Time allowed from TCP connect to full feature phase (default 15 s). */
+        public Builder loginTimeout(Duration timeout) { this.loginTimeout = Objects.requireNonNull(timeout); return this; }
+        /** Time {@link IscsiServer#close()} waits for in-flight commands (default 10 s). */
+        public Builder drainTimeout(Duration timeout) { this.drainTimeout = Objects.requireNonNull(timeout); return this; }
+        /** Whether HeaderDigest=CRC32C may be negotiated (default true). */
+        public Builder headerDigestAllowed(boolean allowed) { this.headerDigestAllowed = allowed; return this; }
+        /** Whether DataDigest=CRC32C may be negotiated (default true). */
+        public Builder dataDigestAllowed(boolean allowed) { this.dataDigestAllowed = allowed; return this; }
+
+        public IscsiServerSettings build() {
+            if (bindAddresses.isEmpty()) {
+                bindAddresses.add(new InetSocketAddress(3260));
+            }
+            requireRange("targetPortalGroupTag", targetPortalGroupTag, 1, 65535);
+            requireRange("maxRecvDataSegmentLength", maxRecvDataSegmentLength, 512, 16777215);
+            requireRange("maxBurstLength", maxBurstLength, 512, 16777215);
+            requireRange("firstBurstLength", firstBurstLength, 512, maxBurstLength);
+            requireRange("maxOutstandingR2T", maxOutstandingR2T, 1, 65535);
+            requireRange("queueDepth", queueDepth, 1, 65536);
+            if (nopInInterval.isNegative() || loginTimeout.isNegative() || loginTimeout.isZero() || drainTimeout.isNegative()) {
+                throw new IllegalArgumentException("iSCSI settings: nopInInterval and drainTimeout must be >= 0 and loginTimeout > 0");
+            }
+            return new IscsiServerSettings(this);
+        }
+
+        private static void requireRange(String name, int value, int min, int max) {
+            if (value < min || value > max) {
+                throw new IllegalArgumentException("iSCSI setting " + name + " = " + value
+                        + " is out of range: use a value from " + min + " to " + max);
+            }
+        }
+    }
+}

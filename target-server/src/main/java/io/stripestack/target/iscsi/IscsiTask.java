@@ -1,0 +1,109 @@
+package io.stripestack.target.iscsi;
+
+import io.netty.buffer.ByteBuf;
+import io.stripestack.target.scsi.ScsiCommand;
+import io.stripestack.target.scsi.ScsiCommandRouter;
+import java.util.concurrent.RejectedExecutionException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One SCSI command of a session, from its SCSI Command PDU to its response: Data-Out collection
+ * (immediate, unsolicited, R2T bursts), execution and completion. It is its own Runnable for both
+ * hops (worker thread, then back to the event loop), so a command costs no extra allocations.
+ *
+ * <p>Concurrency: the connection's event loop owns every field except while the task is
+ * {@link State#EXECUTING}; then only the worker thread touches {@link #command}. The executor
+ * hand-off and the event loop's task queue are the happens-before edges both ways.
+ */
+final class IscsiTask implements Runnable {
+    private static final Logger log = LoggerFactory.getLogger(IscsiTask.class);
+
+    enum State { COLLECTING_DATA, EXECUTING, DONE }
+
+    final IscsiConnection connection;
+    final int itt;
+    final int targetTransferTag;
+    final long lunField;
+    final long lun;
+    final byte[] cdb;
+    final int expectedTransferLength;
+    final boolean readBit;
+    final boolean writeBit;
+    final int taskAttribute;
+    final int cmdSn;
+    /** Immediate commands use no CmdSN slot, so completing them does not widen the window. */
+    final boolean immediate;
+
+    State state = State.COLLECTING_DATA;
+    /** Every Data-Out byte, at its buffer offset; null for commands without Data-Out. */
+    ByteBuf dataOut;
+    int bytesReceived;
+    /** True until the initiator ended the unsolicited Data-Out sequence (F bit). */
+    boolean unsolicitedPending;
+    int nextR2tOffset;
+    int outstandingR2ts;
+    int r2tSn;
+    /** Set by task management: the response is suppressed, buffers released. */
+    boolean aborted;
+    /** Task management requests waiting for this task to end. */
+    PendingTaskManagement abortWaiter;
+    ScsiCommand command;
+
+    IscsiTask(IscsiConnection connection, int itt, int targetTransferTag, long lunField, byte[] cdb,
+            int expectedTransferLength, boolean readBit, boolean writeBit, int taskAttribute, int cmdSn,
+            boolean immediate) {
+        this.connection = connection;
+        this.itt = itt;
+        this.targetTransferTag = targetTransferTag;
+        this.lunField = lunField;
+        this.lun = Bhs.decodeLun(lunField);
+        this.cdb = cdb;
+        this.expectedTransferLength = expectedTransferLength;
+        this.readBit = readBit;
+        this.writeBit = writeBit;
+        this.taskAttribute = taskAttribute;
+        this.cmdSn = cmdSn;
+        this.immediate = immediate;
+    }
+
+    boolean allDataReceived() {
+        return dataOut == null || bytesReceived >= expectedTransferLength && outstandingR2ts == 0;
+    }
+
+    /** Runs once on the worker (executes the command), then once on the event loop (completes it). */
+    @Override
+    public void run() {
+        if (state == State.EXECUTING) {
+            ScsiCommandRouter router = connection.router();
+            try {
+                router.execute(command);
+            } catch (RuntimeException | Error e) {
+                // the router promises not to throw; if it does, the initiator still gets an answer
+                log.error("SCSI router threw on opcode 0x{} (LUN {}); answering BUSY", Integer.toHexString(cdb[0] & 0xff), lun, e);
+                command.completeWithStatus(ScsiCommand.BUSY);
+            }
+            state = State.DONE;
+            try {
+                connection.eventLoop().execute(this);
+            } catch (RejectedExecutionException e) {
+                releaseBuffers();
+            }
+        } else {
+            connection.taskExecuted(this);
+        }
+    }
+
+    /** Releases Data-Out and any Data-In the SCSI layer produced; idempotent. */
+    void releaseBuffers() {
+        if (dataOut != null) {
+            dataOut.release();
+            dataOut = null;
+        }
+        if (command != null && command.dataIn() != null) {
+            ByteBuf dataIn = command.dataIn();
+            command.complete(null);
+            dataIn.release();
+        }
+    }
+}
