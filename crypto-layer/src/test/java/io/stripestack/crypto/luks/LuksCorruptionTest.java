@@ -1,0 +1,199 @@
+package io.stripestack.crypto.luks;
+
+import static io.stripestack.crypto.luks.LuksTestSupport.bytes;
+import static io.stripestack.crypto.luks.LuksTestSupport.cheap;
+import static io.stripestack.crypto.luks.LuksTestSupport.flip;
+import static io.stripestack.crypto.luks.LuksTestSupport.memory;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import io.stripestack.blockdev.MemoryBlockDevice;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.util.Arrays;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Damaged headers are refused with a message naming the damage; nothing crashes and nothing ever opens with a
+ * wrong key. JSON damage is also tested with checksums recomputed, so the JSON checks themselves are reached.
+ */
+class LuksCorruptionTest {
+    private static final byte[] PASS = bytes("pass");
+    private static final int HDR = 16384;
+
+    private static byte[] volumeKey(int length) {
+        byte[] key = new byte[length];
+        new Random(42).nextBytes(key);
+        return key;
+    }
+
+    private static MemoryBlockDevice luks2() throws IOException {
+        MemoryBlockDevice device = memory(20);
+        LuksFormatter.format(device, cheap(LuksFormatOptions.luks2()).withKdf(LuksTestSupport.CHEAP_PBKDF2), PASS, volumeKey(64));
+        return device;
+    }
+
+    private static MemoryBlockDevice luks1() throws IOException {
+        MemoryBlockDevice device = memory(4);
+        LuksFormatter.format(device, cheap(LuksFormatOptions.luks1()).withCipher("aes-xts-plain64", 256).withAlignPayload(8),
+                PASS, volumeKey(32));
+        return device;
+    }
+
+    private static String refusal(MemoryBlockDevice device) {
+        return assertThrows(LuksHeaderException.class, () -> LuksHeader.read(device)).getMessage();
+    }
+
+    private static void assertMentions(String message, String... parts) {
+        for (String part : parts) {
+            assertTrue(message.contains(part), "expected '" + part + "' in: " + message);
+        }
+    }
+
+    @Test
+    void luks2BadMagicChecksumAndJsonBytesAreRefused() throws IOException {
+        MemoryBlockDevice device = luks2();
+        flip(device, 1, 0x01);
+        assertMentions(refusal(device), "no LUKS header", "header backup");
+        flip(device, 1, 0x01);
+
+        flip(device, HDR + 2, 0x20);
+        assertMentions(refusal(device), "secondary copy", "bad magic");
+        flip(device, HDR + 2, 0x20);
+
+        flip(device, 448, 0xff);
+        assertMentions(refusal(device), "primary copy", "checksum mismatch");
+        flip(device, 448, 0xff);
+
+        flip(device, 4096 + 20, 0x04);
+        assertMentions(refusal(device), "checksum mismatch");
+        flip(device, 4096 + 20, 0x04);
+
+        flip(device, 16, 0x01); // seqid of the primary only
+        assertMentions(refusal(device), "checksum mismatch");
+        flip(device, 16, 0x01);
+        LuksHeader.read(device).unlock(PASS, "pass").close();
+    }
+
+    @Test
+    void luks2MalformedJsonWithValidChecksumsIsRefused() throws IOException {
+        MemoryBlockDevice device = luks2();
+        rewriteJson(device, json -> json.substring(0, json.length() / 2));
+        assertMentions(refusal(device), "JSON", "corrupt");
+
+        device = luks2();
+        rewriteJson(device, json -> json.replace("\"keyslots\":{\"0\"", "\"keyslots\":{\"0\":1,\"0\""));
+        assertMentions(refusal(device), "malformed JSON");
+
+        device = luks2();
+        rewriteJson(device, json -> json.replace("\"segments\"", "\"segmentz\""));
+        assertMentions(refusal(device), "object 'segments' is missing");
+    }
+
+    @Test
+    void luks2InconsistentOffsetsAreRefused() throws IOException {
+        MemoryBlockDevice device = luks2();
+        rewriteJson(device, json -> json.replace("\"offset\":\"16777216\"", "\"offset\":\"1048576\""));
+        assertMentions(refusal(device), "keyslots area ends at byte 16777216, beyond the data offset 1048576");
+
+        device = luks2();
+        rewriteJson(device, json -> json.replace("\"offset\":\"32768\"", "\"offset\":\"16760832\""));
+        assertMentions(refusal(device), "keyslots.0.area", "inside the keyslots area");
+
+        device = luks2();
+        rewriteJson(device, json -> json.replace("\"json_size\":\"12288\"", "\"json_size\":\"8192\""));
+        assertMentions(refusal(device), "json_size");
+
+        device = luks2();
+        rewriteJson(device, json -> json.replace("\"stripes\":4000", "\"stripes\":4"));
+        assertMentions(refusal(device), "stripes");
+    }
+
+    @Test
+    void damagedKeyMaterialOrDigestNeverYieldsAKey() throws IOException {
+        MemoryBlockDevice device = luks2();
+        flip(device, 2 * HDR + 1000, 0x10);
+        assertThrows(LuksPassphraseException.class, () -> LuksHeader.read(device).unlock(PASS, "pass"));
+
+        MemoryBlockDevice old = luks1();
+        flip(old, 8 * 512 + 77, 0x80); // keyslot 0's key material
+        assertThrows(LuksPassphraseException.class, () -> LuksHeader.read(old).unlock(PASS, "pass"));
+
+        MemoryBlockDevice digest = luks1();
+        flip(digest, 112, 0x01); // mk-digest
+        assertThrows(LuksPassphraseException.class, () -> LuksHeader.read(digest).unlock(PASS, "pass"));
+    }
+
+    @Test
+    void luks1FieldDamageIsRefusedByName() throws IOException {
+        MemoryBlockDevice device = luks1();
+        flip(device, 208, 0x01); // keyslot 0 state
+        assertMentions(refusal(device), "keyslot 0", "neither enabled nor disabled");
+
+        device = luks1();
+        flip(device, 8, 0x03); // "aes" -> "bes"
+        assertMentions(refusal(device), "unsupported cipher");
+
+        device = luks1();
+        flip(device, 208 + 48 * 3 + 40, 0x40); // keyslot 3 material offset far beyond the payload
+        assertMentions(refusal(device), "keyslot 3", "payload");
+
+        device = luks1();
+        flip(device, 208 + 48 * 2 + 43, 0x08); // keyslot 2 moved by 8 sectors onto keyslot 3
+        assertMentions(refusal(device), "overlap");
+    }
+
+    /** Every single-byte flip in either header version ends in a refusal or the right key, nothing else. */
+    @Test
+    void randomByteFlipsEndInARefusalOrTheRightKey() throws IOException {
+        Random random = new Random(7);
+        for (int version = 1; version <= 2; version++) {
+            MemoryBlockDevice device = version == 1 ? luks1() : luks2();
+            int headerBytes = version == 1 ? Luks1Header.PHDR_BYTES : 2 * HDR;
+            byte[] expected = volumeKey(version == 1 ? 32 : 64);
+            for (int round = 0; round < 60; round++) {
+                int offset = random.nextInt(headerBytes);
+                int mask = 1 << random.nextInt(8);
+                flip(device, offset, mask);
+                try {
+                    LuksHeader header = LuksHeader.read(device);
+                    try (VolumeKey key = header.unlock(PASS, "pass")) {
+                        assertArrayEquals(expected, key.bytes(), "LUKS" + version + " flip at " + offset);
+                    }
+                } catch (LuksHeaderException | LuksPassphraseException expectedRefusal) {
+                    // refused cleanly
+                } catch (RuntimeException e) {
+                    fail("LUKS" + version + " flip of bit " + mask + " at byte " + offset + " crashed", e);
+                }
+                flip(device, offset, mask);
+            }
+        }
+    }
+
+    /** Replaces the JSON text of both LUKS2 copies and recomputes their SHA-256 checksums. */
+    private static void rewriteJson(MemoryBlockDevice device, java.util.function.UnaryOperator<String> edit) throws IOException {
+        for (long copyOffset : new long[] {0, HDR}) {
+            byte[] copy = LuksIo.read(device, copyOffset, HDR);
+            int end = 4096;
+            while (copy[end] != 0) {
+                end++;
+            }
+            String json = new String(copy, 4096, end - 4096, StandardCharsets.UTF_8);
+            byte[] edited = edit.apply(json).getBytes(StandardCharsets.UTF_8);
+            Arrays.fill(copy, 4096, HDR, (byte) 0);
+            System.arraycopy(edited, 0, copy, 4096, edited.length);
+            Arrays.fill(copy, 448, 512, (byte) 0);
+            try {
+                byte[] sum = MessageDigest.getInstance("SHA-256").digest(copy);
+                System.arraycopy(sum, 0, copy, 448, sum.length);
+            } catch (java.security.NoSuchAlgorithmException e) {
+                throw new AssertionError(e);
+            }
+            LuksIo.write(device, copyOffset, copy);
+        }
+    }
+}
