@@ -200,6 +200,11 @@ public final class Luks1Header extends LuksHeader {
     }
 
     @Override
+    public Kdf benchmarkKdf() {
+        return KdfBenchmark.pbkdf2(hash, KdfBenchmark.DEFAULT_TARGET, volumeKeyBytes());
+    }
+
+    @Override
     public int volumeKeyBytes() {
         return view().getInt(KEY_BYTES);
     }

@@ -719,6 +719,11 @@ public final class Luks2Header extends LuksHeader {
     }
 
     @Override
+    public Kdf benchmarkKdf() {
+        return KdfBenchmark.argon2idDefault();
+    }
+
+    @Override
     public int volumeKeyBytes() {
         for (Slot slot : metadata.slots().values()) {
             if (slot.digestId() != null) {

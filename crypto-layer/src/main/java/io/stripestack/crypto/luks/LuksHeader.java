@@ -124,11 +124,19 @@ public abstract sealed class LuksHeader implements Closeable permits Luks1Header
      * @throws LuksPassphraseException "no keyslot matches the passphrase from SOURCE" (never the passphrase)
      */
     public VolumeKey unlock(byte[] passphrase, String source) throws IOException {
+        LuksHeaderException unaffordable = null;
         for (int slot : unlockOrder()) {
-            VolumeKey key = tryKeyslot(keyslot(slot), passphrase);
-            if (key != null) {
-                return key;
+            try {
+                VolumeKey key = tryKeyslot(keyslot(slot), passphrase);
+                if (key != null) {
+                    return key;
+                }
+            } catch (LuksHeaderException e) {
+                unaffordable = e; // another keyslot may still match
             }
+        }
+        if (unaffordable != null) {
+            throw unaffordable;
         }
         throw new LuksPassphraseException(device.name() + ": no keyslot matches the passphrase from " + source
                 + " (" + activeKeyslots().size() + " active keyslots tried); check the passphrase or key file "
@@ -170,6 +178,12 @@ public abstract sealed class LuksHeader implements Closeable permits Luks1Header
         throw new LuksHeaderException(device.name() + ": all " + keyslotLimit()
                 + " keyslots are in use; remove one first (stripestack luks remove-key)");
     }
+
+    /**
+     * A KDF for a new keyslot of this header measured like cryptsetup's default (about 2 s here): PBKDF2 with
+     * the header's hash for LUKS1, Argon2id for LUKS2. Takes a few hundred milliseconds to measure.
+     */
+    public abstract Kdf benchmarkKdf();
 
     /** Adds a keyslot at index {@code slot}, which must be free. */
     public abstract void addKeyslot(VolumeKey key, byte[] newPassphrase, Kdf kdf, int slot) throws IOException;
@@ -257,6 +271,11 @@ public abstract sealed class LuksHeader implements Closeable permits Luks1Header
     }
 
     private VolumeKey tryKeyslot(Keyslot slot, byte[] passphrase) throws IOException {
+        if (slot.kdf() instanceof Kdf.Argon2 argon2 && argon2.memoryKiB() * 1024L > Runtime.getRuntime().maxMemory() / 2) {
+            throw new LuksHeaderException(device.name() + ": keyslot " + slot.index() + " needs " + argon2.memoryKiB() / 1024
+                    + " MiB for Argon2, more than half of this JVM's heap; raise the heap (-Xmx) above "
+                    + argon2.memoryKiB() / 512 + " MiB");
+        }
         byte[] material = LuksIo.read(device, slot.areaOffset(), slot.materialBytes());
         byte[] derived = slot.kdf().derive(passphrase, slot.salt(), slot.areaKeyBytes());
         byte[] candidate = null;

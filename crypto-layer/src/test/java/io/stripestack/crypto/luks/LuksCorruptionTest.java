@@ -114,6 +114,16 @@ class LuksCorruptionTest {
     }
 
     @Test
+    void argon2CostBeyondTheHeapIsRefusedNotAttempted() throws IOException {
+        MemoryBlockDevice device = memory(20);
+        LuksFormatter.format(device, cheap(LuksFormatOptions.luks2()), PASS, volumeKey(64));
+        rewriteJson(device, json -> json.replace("\"memory\":32,", "\"memory\":4194304,"));
+        LuksHeader header = LuksHeader.read(device);
+        LuksHeaderException e = assertThrows(LuksHeaderException.class, () -> header.unlock(PASS, "pass"));
+        assertMentions(e.getMessage(), "keyslot 0 needs 4096 MiB", "-Xmx");
+    }
+
+    @Test
     void damagedKeyMaterialOrDigestNeverYieldsAKey() throws IOException {
         MemoryBlockDevice device = luks2();
         flip(device, 2 * HDR + 1000, 0x10);
