@@ -501,7 +501,7 @@ public final class LogicalUnit {
         }
         checkRange(lba, blocks);
         cmd.setCommandTransferLength(noDataOut ? -1 : blockSize);
-        ByteBuf block = noDataOut ? null : requireDataOut(cmd, blockSize);
+        ByteBuf block = noDataOut ? null : requireExactDataOut(cmd, blockSize);
         boolean zeroes = block == null || isZero(block, block.readerIndex(), blockSize);
         long stamp = writeOrder.readLock();
         try {
@@ -615,7 +615,7 @@ public final class LogicalUnit {
             cmd.complete(null);
             return;
         }
-        ByteBuf data = requireDataOut(cmd, 2 * half);
+        ByteBuf data = requireExactDataOut(cmd, 2 * half);
         long stamp = writeOrder.writeLock();
         try {
             compareWithMedium(cmd, lba, blocks, data, data.readerIndex());
@@ -664,6 +664,19 @@ public final class LogicalUnit {
         if (data == null || data.readableBytes() < bytes) {
             throw SenseException.of(SenseException.ILLEGAL_REQUEST, 0x0E, 0x03,
                     "Data-Out holds " + (data == null ? 0 : data.readableBytes()) + " of " + bytes + " bytes");
+        }
+        return data;
+    }
+
+    /**
+     * The Data-Out buffer when it holds exactly {@code bytes}: WRITE SAME's single block and COMPARE AND
+     * WRITE's compare-and-write pair have no meaning with extra bytes, so unlike READ/WRITE they are refused.
+     */
+    private static ByteBuf requireExactDataOut(ScsiCommand cmd, int bytes) {
+        ByteBuf data = requireDataOut(cmd, bytes);
+        if (data.readableBytes() != bytes) {
+            throw SenseException.of(SenseException.ILLEGAL_REQUEST, 0x0E, 0x03,
+                    "Data-Out holds " + data.readableBytes() + " bytes, the CDB says " + bytes);
         }
         return data;
     }

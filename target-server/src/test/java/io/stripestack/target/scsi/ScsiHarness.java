@@ -26,7 +26,7 @@ final class ScsiHarness implements AutoCloseable {
     final ByteBufAllocator allocator = new UnpooledByteBufAllocator(true, false, true);
     final ScsiTarget target;
     final LogicalUnit unit;
-    private final List<ByteBuf> toRelease = new ArrayList<>();
+    private final List<ByteBuf> toRelease = java.util.Collections.synchronizedList(new ArrayList<>());
 
     ScsiHarness(BlockDevice device, boolean readOnly) {
         this(new LogicalUnit(device, LogicalUnitIdentity.of(LUN_ID), readOnly));

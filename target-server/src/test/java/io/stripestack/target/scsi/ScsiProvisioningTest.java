@@ -1,0 +1,162 @@
+package io.stripestack.target.scsi;
+
+import static io.stripestack.target.scsi.ScsiHarness.*;
+import static org.junit.jupiter.api.Assertions.*;
+
+import io.stripestack.blockdev.Geometry;
+import io.stripestack.blockdev.MemoryBlockDevice;
+import java.util.Arrays;
+import org.junit.jupiter.api.Test;
+
+/** WRITE SAME(10/16) and UNMAP (SBC-3 5.42-5.44, 5.28). */
+class ScsiProvisioningTest {
+    private static final int MIB = 1 << 20;
+    private static final long BLOCKS = MIB / 512;
+
+    private static byte[] writeSame10(long lba, int blocks, boolean unmap) {
+        byte[] c = new byte[10];
+        c[0] = 0x41;
+        c[1] = (byte) (unmap ? 0x08 : 0);
+        Cdb.put32(c, 2, lba);
+        Cdb.put16(c, 7, blocks);
+        return c;
+    }
+
+    private static byte[] writeSame16(long lba, long blocks, boolean unmap, boolean ndob) {
+        byte[] c = new byte[16];
+        c[0] = (byte) 0x93;
+        c[1] = (byte) ((unmap ? 0x08 : 0) | (ndob ? 0x01 : 0));
+        Cdb.put64(c, 2, lba);
+        Cdb.put32(c, 10, blocks);
+        return c;
+    }
+
+    private static byte[] unmapCdb(int parameterLength) {
+        return cdb(0x42, 0, 0, 0, 0, 0, 0, parameterLength >>> 8, parameterLength & 0xff, 0);
+    }
+
+    /** An UNMAP parameter list with one descriptor per {lba, count} pair. */
+    private static byte[] unmapList(long... lbaCountPairs) {
+        int descriptors = lbaCountPairs.length / 2;
+        byte[] p = new byte[8 + 16 * descriptors];
+        Cdb.put16(p, 0, p.length - 2);
+        Cdb.put16(p, 2, 16 * descriptors);
+        for (int i = 0; i < descriptors; i++) {
+            Cdb.put64(p, 8 + 16 * i, lbaCountPairs[2 * i]);
+            Cdb.put32(p, 8 + 16 * i + 8, lbaCountPairs[2 * i + 1]);
+        }
+        return p;
+    }
+
+    private static byte[] repeat(byte[] block, int times) {
+        byte[] out = new byte[block.length * times];
+        for (int i = 0; i < times; i++) {
+            System.arraycopy(block, 0, out, i * block.length, block.length);
+        }
+        return out;
+    }
+
+    @Test
+    void writeSameRepeatsTheBlockOverTheRange() {
+        MemoryBlockDevice device = new MemoryBlockDevice("m0", 8 * MIB, 512);
+        try (ScsiHarness h = new ScsiHarness(device, false)) {
+            byte[] block = pattern(512, 21);
+            h.run(writeSame10(100, 40, false), block).assertGood();
+            assertArrayEquals(repeat(block, 40), h.run(read10(100, 40)).data());
+            assertArrayEquals(new byte[512], h.run(read10(140, 1)).data(), "nothing beyond the range");
+            // More blocks than one pattern buffer holds.
+            h.run(writeSame16(0, 5000, false, false), block).assertGood();
+            assertArrayEquals(block, h.run(read10(4999, 1)).data());
+            assertArrayEquals(new byte[512], h.run(read10(5000, 1)).data());
+        }
+    }
+
+    @Test
+    void writeSameWithUnmapAndZeroDataDiscards() {
+        MemoryBlockDevice device = new MemoryBlockDevice("m0", MIB, 512);
+        try (ScsiHarness h = new ScsiHarness(device, false)) {
+            h.run(write10(10, 8, false), pattern(4096, 5)).assertGood();
+            h.run(writeSame10(10, 8, true), new byte[512]).assertGood();
+            assertEquals(1, device.stats().discardOps(), "zero block with UNMAP becomes a discard");
+            assertArrayEquals(new byte[4096], h.run(read10(10, 8)).data(), "LBPRZ: reads zeros");
+            byte[] block = pattern(512, 6);
+            h.run(writeSame10(10, 2, true), block).assertGood();
+            assertEquals(1, device.stats().discardOps(), "non-zero data is written, not discarded");
+            assertArrayEquals(repeat(block, 2), h.run(read10(10, 2)).data());
+            h.run(writeSame16(10, 2, true, true), null).assertGood();
+            assertEquals(2, device.stats().discardOps(), "NDOB with UNMAP discards");
+            assertArrayEquals(new byte[1024], h.run(read10(10, 2)).data());
+            h.run(write10(10, 1, false), block).assertGood();
+            h.run(writeSame16(10, 1, false, true), null).assertGood();
+            assertArrayEquals(new byte[512], h.run(read10(10, 1)).data(), "NDOB without UNMAP writes zeros");
+        }
+    }
+
+    @Test
+    void writeSameErrors() {
+        try (ScsiHarness h = new ScsiHarness(new MemoryBlockDevice("m0", MIB, 512), false)) {
+            h.run(writeSame10(0, 0, false), new byte[512]).assertInvalidFieldInCdb(7);  // WSNZ=1
+            h.run(writeSame10(BLOCKS - 1, 2, false), new byte[512]).assertCheck(SenseException.ILLEGAL_REQUEST, 0x21, 0);
+            h.run(writeSame10(0, 1, false), new byte[256]).assertCheck(SenseException.ILLEGAL_REQUEST, 0x0E, 0x03);
+            h.run(writeSame10(0, 1, false), new byte[1024]).assertCheck(SenseException.ILLEGAL_REQUEST, 0x0E, 0x03);
+            byte[] anchor = writeSame10(0, 1, true);
+            anchor[1] |= 0x10;
+            h.run(anchor, new byte[512]).assertInvalidFieldInCdb(1);
+            long max = Cdb.u64(h.run(inquiry(true, 0xB0, 64)).data(), 36);
+            assertTrue(max > 0, "MAXIMUM WRITE SAME LENGTH stated");
+        }
+        try (ScsiHarness h = new ScsiHarness(new ShapedBlockDevice(new MemoryBlockDevice("m0", MIB, 512),
+                Geometry.simple(512), false), false)) {
+            h.run(writeSame10(0, 1, true), new byte[512]).assertInvalidFieldInCdb(1); // UNMAP without discard
+            h.run(unmapCdb(24), unmapList(0, 1)).assertCheck(SenseException.ILLEGAL_REQUEST, 0x20, 0x00);
+        }
+    }
+
+    @Test
+    void unmapDiscardsEveryDescriptor() {
+        MemoryBlockDevice device = new MemoryBlockDevice("m0", MIB, 512);
+        try (ScsiHarness h = new ScsiHarness(device, false)) {
+            byte[] data = pattern(64 * 512, 8);
+            h.run(write10(0, 64, false), data).assertGood();
+            byte[] list = unmapList(4, 4, 40, 8, 60, 0);
+            h.run(unmapCdb(list.length), list).assertGood();
+            assertEquals(2, device.stats().discardOps(), "zero-count descriptors are skipped");
+            byte[] after = h.run(read10(0, 64)).data();
+            byte[] expected = data.clone();
+            Arrays.fill(expected, 4 * 512, 8 * 512, (byte) 0);
+            Arrays.fill(expected, 40 * 512, 48 * 512, (byte) 0);
+            assertArrayEquals(expected, after);
+            h.run(unmapCdb(0), null).assertGood();
+            h.run(unmapCdb(8), unmapList()).assertGood();
+            h.run(unmapCdb(24), unmapList(BLOCKS, 0)).assertGood();
+        }
+    }
+
+    @Test
+    void unmapValidatesTheWholeListBeforeDiscardingAnything() {
+        MemoryBlockDevice device = new MemoryBlockDevice("m0", MIB, 512);
+        try (ScsiHarness h = new ScsiHarness(device, false)) {
+            byte[] list = unmapList(0, 8, BLOCKS - 2, 4);
+            h.run(unmapCdb(list.length), list).assertCheck(SenseException.ILLEGAL_REQUEST, 0x21, 0x00);
+            assertEquals(0, device.stats().discardOps());
+            h.run(unmapCdb(6), new byte[6]).assertCheck(SenseException.ILLEGAL_REQUEST, 0x1A, 0x00);
+            byte[] inquiryB0 = h.run(inquiry(true, 0xB0, 64)).data();
+            long maxDescriptors = Cdb.u32(inquiryB0, 24);
+            long[] pairs = new long[(int) (maxDescriptors + 1) * 2];
+            byte[] tooMany = unmapList(pairs);
+            h.run(unmapCdb(tooMany.length), tooMany).assertCheck(SenseException.ILLEGAL_REQUEST, 0x26, 0x00);
+            long maxCount = Cdb.u32(inquiryB0, 20);
+            if (maxCount < BLOCKS) {
+                byte[] tooLong = unmapList(0, maxCount + 1);
+                h.run(unmapCdb(tooLong.length), tooLong).assertCheck(SenseException.ILLEGAL_REQUEST, 0x26, 0x00);
+            }
+            byte[] anchored = unmapCdb(24);
+            anchored[1] = 0x01;
+            h.run(anchored, unmapList(0, 1)).assertInvalidFieldInCdb(1);
+            assertEquals(0, device.stats().discardOps());
+        }
+        try (ScsiHarness h = new ScsiHarness(new MemoryBlockDevice("m0", MIB, 512), true)) {
+            h.run(unmapCdb(24), unmapList(0, 1)).assertCheck(SenseException.DATA_PROTECT, 0x27, 0x00);
+        }
+    }
+}
