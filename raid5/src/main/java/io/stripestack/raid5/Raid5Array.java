@@ -509,6 +509,7 @@ public final class Raid5Array implements BlockDevice {
                     errors = true;
                 }
             }
+            batch.clear();
             if (errors || missing >= 0) {
                 checkUsable(offset, false);
                 rebuildMissingPieces(offset, dst, dstIndex, length);
