@@ -65,7 +65,8 @@ public final class CryptoBlockDevice implements BlockDevice {
      * @param offsetSectors where the payload starts below, in 512-byte sectors (cryptsetup {@code --offset})
      * @param skipSectors   IV offset in 512-byte sectors (cryptsetup {@code --skip})
      * @param allowDiscards pass discards down (dm-crypt {@code allow_discards}); reveals which sectors are unused
-     * @throws IllegalArgumentException when the configuration cannot work, naming the fix
+     * @throws IllegalArgumentException when the configuration cannot work, naming the fix; the caller then
+     *                                  still owns (and closes) {@code below} and {@code cipher}
      */
     public CryptoBlockDevice(String name, BlockDevice below, SectorCipher cipher, long offsetSectors,
                              long skipSectors, boolean allowDiscards) {

@@ -7,9 +7,11 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.stripestack.blockdev.BlockDevice;
+import io.stripestack.blockdev.FaultInjectingBlockDevice;
 import io.stripestack.blockdev.FileBlockDevice;
 import io.stripestack.blockdev.Geometry;
 import io.stripestack.blockdev.MemoryBlockDevice;
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -206,6 +208,26 @@ class CryptoBlockDeviceTest {
         ByteBuffer raw = ByteBuffer.allocate(512);
         below.read(8 * 512, raw);
         assertArrayEquals(new byte[512], raw.array(), "discard reached the payload sector below");
+    }
+
+    @Test
+    void errorsBelowPropagateAndAreCounted() throws Exception {
+        FaultInjectingBlockDevice below = new FaultInjectingBlockDevice(new MemoryBlockDevice("mem", MIB, 512));
+        try (CryptoBlockDevice crypt = new CryptoBlockDevice("c", below, cipher("aes-xts-plain64", 64, 512, false, 7), 0, 0, false)) {
+            byte[] data = new byte[8192];
+            new Random(8).nextBytes(data);
+            crypt.write(0, ByteBuffer.wrap(data));
+            below.failNow();
+            assertThrows(IOException.class, () -> crypt.read(0, ByteBuffer.allocate(8192)));
+            assertThrows(IOException.class, () -> crypt.write(0, ByteBuffer.allocate(8192)));
+            assertThrows(IOException.class, crypt::flush);
+            assertEquals(2, crypt.stats().errors());
+            assertEquals(0, crypt.stats().inFlight());
+            below.heal();
+            ByteBuffer back = ByteBuffer.allocate(8192);
+            crypt.read(0, back);
+            assertArrayEquals(data, back.array(), "the failed write never reached the device below");
+        }
     }
 
     @Test
