@@ -16,9 +16,9 @@ import java.util.UUID;
  *
  * <p>Layout rules (cryptsetup 2.6): LUKS1 places keyslot i at sector 8 + i x (its material rounded up to
  * 4 KiB) and the payload at the end of the last keyslot rounded up to the alignment (2056 -> 4096 sectors for a
- * 256-bit key and 1 MiB alignment). LUKS2 uses 16 KiB header copies, puts the data at 16 MiB rounded up to
- * the alignment, and gives everything between the second header copy and the data to the keyslots area
- * (at most 128 MiB). The alignment is {@code --align-payload} when given, otherwise 1 MiB, or the device's
+ * 256-bit key and 1 MiB alignment). LUKS2 uses 16 KiB header copies and puts the data at 16 MiB rounded up
+ * to the alignment with a keyslots area of 16 MiB - 32 KiB, or at an explicit offset with everything between
+ * the second header copy and the data as keyslots area (at most 128 MiB). The alignment is {@code --align-payload} when given, otherwise 1 MiB, or the device's
  * optimal I/O size when 1 MiB is not a multiple of it (a RAID-5 stripe of three 512 KiB chunks: 1.5 MiB).
  *
  * <p>Stateless and thread-safe; the device must not be in use.
@@ -94,7 +94,9 @@ public final class LuksFormatter {
                 throw new IllegalArgumentException("payload offset " + payload + " sectors is not a multiple of the "
                         + options.sectorSize() + "-byte encryption sector");
             }
-            long keyslotsSize = Math.min(Luks2Header.MAX_KEYSLOTS_BYTES, dataOffset - 2 * hdrSize)
+            // Alignment padding beyond 16 MiB stays unused; an explicit offset gives its whole room to keyslots.
+            long keyslotsRoom = options.payloadOffsetSectors() > 0 ? dataOffset : LUKS2_DATA_OFFSET;
+            long keyslotsSize = Math.min(Luks2Header.MAX_KEYSLOTS_BYTES, keyslotsRoom - 2 * hdrSize)
                     / Luks2Header.AREA_ALIGN * Luks2Header.AREA_ALIGN;
             LuksIo.wipeZero(device, 0, 2 * hdrSize);
             LuksIo.wipeRandom(device, 2 * hdrSize, keyslotsSize, random);

@@ -140,6 +140,45 @@ class LuksCryptsetupCompatTest {
         }
     }
 
+    static Stream<Arguments> layouts() {
+        return Stream.of(
+                Arguments.of(cheap(LuksFormatOptions.luks1()).withCipher("aes-xts-plain64", 256),
+                        List.of("--type", "luks1", "-s", "256")),
+                Arguments.of(cheap(LuksFormatOptions.luks1()).withAlignPayload(3072), List.of("--type", "luks1", "--align-payload", "3072")),
+                Arguments.of(cheap(LuksFormatOptions.luks1()).withAlignPayload(8), List.of("--type", "luks1", "--align-payload", "8")),
+                Arguments.of(cheap(LuksFormatOptions.luks2()).withAlignPayload(3072),
+                        List.of("--type", "luks2", "--align-payload", "3072", "--sector-size", "512")),
+                Arguments.of(cheap(LuksFormatOptions.luks2()).withPayloadOffset(33000),
+                        List.of("--type", "luks2", "--offset", "33000", "--sector-size", "512")),
+                Arguments.of(cheap(LuksFormatOptions.luks2()).withCipher("aes-cbc-essiv:sha256", 256),
+                        List.of("--type", "luks2", "-c", "aes-cbc-essiv:sha256", "-s", "256", "--sector-size", "512")));
+    }
+
+    /** The same options give the same payload offset, keyslots area and keyslot placement as cryptsetup. */
+    @ParameterizedTest
+    @MethodSource("layouts")
+    void layoutMatchesCryptsetups(LuksFormatOptions ours, List<String> theirs) throws Exception {
+        List<String> options = new ArrayList<>(theirs);
+        options.addAll(List.of("--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"));
+        cryptsetupFormat(options);
+        String expected = layoutLines(runOk("cryptsetup", "luksDump", image.toString()));
+        Files.delete(image);
+        try (FileBlockDevice device = FileBlockDevice.create(image, FILE_BYTES, 512)) {
+            LuksFormatter.format(device, ours.withKdf(ours.version() == 1 ? CHEAP_PBKDF2 : CHEAP_PBKDF2), pass);
+        }
+        assertEquals(expected, layoutLines(runOk("cryptsetup", "luksDump", image.toString())));
+    }
+
+    private static String layoutLines(String dump) {
+        StringBuilder out = new StringBuilder();
+        for (String line : dump.split("\n")) {
+            if (line.matches("(?i).*(offset|area|length|MK bits|Key:|cipher|sector).*") && !line.contains("UUID")) {
+                out.append(line.strip()).append('\n');
+            }
+        }
+        return out.toString();
+    }
+
     @Test
     void keyslotChangesOnEitherSideAreHonouredByTheOther() throws Exception {
         cryptsetupFormat(List.of("--type", "luks2", "--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"));
