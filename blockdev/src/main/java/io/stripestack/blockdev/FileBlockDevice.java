@@ -53,6 +53,7 @@ public final class FileBlockDevice implements BlockDevice {
         }
         FileChannel channel = FileChannel.open(path, options.toArray(new OpenOption[0]));
         try {
+            lockExclusively(path, channel, readOnly);
             long size = channel.size();
             if (size == 0 && !Files.isRegularFile(path)) {
                 // Block devices report 0 through size(); seeking to the end gives their capacity.
@@ -64,6 +65,23 @@ public final class FileBlockDevice implements BlockDevice {
         } catch (IOException | RuntimeException e) {
             channel.close();
             throw e;
+        }
+    }
+
+    /**
+     * Takes an advisory lock on the whole file, as md claims its members exclusively: two servers (or
+     * two arrays) writing one member would corrupt it silently. Read-only opens take a shared lock.
+     */
+    private static void lockExclusively(Path path, FileChannel channel, boolean readOnly) throws IOException {
+        java.nio.channels.FileLock lock;
+        try {
+            lock = channel.tryLock(0, Long.MAX_VALUE, readOnly);
+        } catch (java.nio.channels.OverlappingFileLockException e) {
+            lock = null;
+        }
+        if (lock == null) {
+            throw new IOException(path + " is already in use (another stripestack process or another array or LUN"
+                    + " of this one has it open); stop the other user or remove the file from one of the configurations");
         }
     }
 

@@ -40,6 +40,16 @@ class FileBlockDeviceTest {
     }
 
     @Test
+    void aSecondWritableOpenOfTheSameFileIsRefused() throws Exception {
+        Path file = dir.resolve("m2.img");
+        try (FileBlockDevice first = FileBlockDevice.create(file, 1 << 20, 512)) {
+            var e = assertThrows(java.io.IOException.class, () -> FileBlockDevice.open(file, 512, false, false));
+            assertEquals(true, e.getMessage().contains("already in use"), e.getMessage());
+        }
+        FileBlockDevice.open(file, 512, false, false).close();
+    }
+
+    @Test
     void geometryShiftMovesAlignment() {
         Geometry stripe = new Geometry(64 << 10, 192 << 10, 0, 0);
         assertEquals((192 - 81) << 10, stripe.shiftedBy(81 << 10).alignmentOffset());
