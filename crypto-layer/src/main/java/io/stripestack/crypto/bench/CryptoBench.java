@@ -24,7 +24,7 @@ import javax.crypto.spec.SecretKeySpec;
  *
  * Rows:
  * <ul>
- *   <li>{@code jce ecb} / {@code jce cbc}: one {@code update} over a 1 MiB heap array per call, the ceiling;</li>
+ *   <li>{@code jce ecb} / {@code jce cbc}: one {@code update} over a 64 KiB heap array per call, the ceiling;</li>
  *   <li>{@code jce cbc re-init/sector}: re-initialising a CBC cipher with each sector's IV, the obvious way
  *       the layer avoids;</li>
  *   <li>{@code SectorCipher enc/dec}: the layer's cipher on 128 KiB direct buffers, per-sector IVs;</li>
@@ -34,7 +34,11 @@ import javax.crypto.spec.SecretKeySpec;
  */
 public final class CryptoBench {
     private static final int SECTOR = 512;
-    private static final int RAW_BYTES = 1024 * 1024;
+    /**
+     * Bytes per raw JCE call, the layer's chunk size: the JCE's intrinsics (AES-NI) replace whole methods once
+     * those are compiled, which needs many invocations; megabyte calls reach that much later in warm-up.
+     */
+    private static final int RAW_BYTES = 64 * 1024;
     private static final int REQUEST = 128 * 1024;
 
     private CryptoBench() {
@@ -80,7 +84,7 @@ public final class CryptoBench {
             works.add(factory.create());
         }
         for (Work w : works) { // warm-up, lets the JIT compile the loop and the AES intrinsics
-            long until = System.nanoTime() + 200_000_000L;
+            long until = System.nanoTime() + 500_000_000L;
             while (System.nanoTime() < until) {
                 w.run();
             }
