@@ -81,7 +81,7 @@ final class Bhs {
     }
 
     static int dataSegmentLength(ByteBuf header) {
-        return header.getMedium(OFF_DATA_SEGMENT_LENGTH);
+        return header.getUnsignedMedium(OFF_DATA_SEGMENT_LENGTH);
     }
 
     static int itt(ByteBuf header) {

@@ -514,9 +514,20 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
             sendReject(h, Bhs.REJECT_PROTOCOL_ERROR);
             return;
         }
+        if (h.getInt(Bhs.OFF_DATA_SN) != task.expectedDataSn) {
+            // ErrorRecoveryLevel 0 cannot ask for the missing PDU again: the session fails
+            log.warn("{}: Data-Out DataSN {} where {} was due (ITT 0x{}); closing the connection", remote(),
+                    h.getInt(Bhs.OFF_DATA_SN), task.expectedDataSn, Integer.toHexString(task.itt));
+            sendReject(h, Bhs.REJECT_PROTOCOL_ERROR);
+            ctx.flush();
+            ctx.close();
+            return;
+        }
         task.dataOut.setBytes(offset, data, data.readerIndex(), length);
         task.bytesReceived += length;
+        task.expectedDataSn++;
         if (Bhs.finalBit(h)) {
+            task.expectedDataSn = 0;
             if (unsolicited) {
                 task.unsolicitedPending = false;
                 task.nextR2tOffset = Math.max(task.nextR2tOffset, offset + length);

@@ -44,6 +44,8 @@ final class IscsiTask implements Runnable {
     int nextR2tOffset;
     int outstandingR2ts;
     int r2tSn;
+    /** DataSN the next Data-Out must carry: counts within each sequence (unsolicited burst or R2T). */
+    int expectedDataSn;
     /** Set by task management: the response is suppressed, buffers released. */
     boolean aborted;
     /** Task management requests waiting for this task to end. */

@@ -66,7 +66,7 @@ final class PduDecoder extends ByteToMessageDecoder {
         }
         int start = in.readerIndex();
         int headerLength = Bhs.LENGTH + (in.getByte(start + Bhs.OFF_TOTAL_AHS_LENGTH) & 0xff) * 4;
-        int dataLength = in.getMedium(start + Bhs.OFF_DATA_SEGMENT_LENGTH);
+        int dataLength = in.getUnsignedMedium(start + Bhs.OFF_DATA_SEGMENT_LENGTH);
         int headerDigestLength = headerDigest ? Crc32cDigest.LENGTH : 0;
         int paddedData = dataLength + Bhs.pad(dataLength);
         int dataDigestLength = dataDigest && dataLength > 0 ? Crc32cDigest.LENGTH : 0;

@@ -240,7 +240,7 @@ final class IscsiTestInitiator implements AutoCloseable {
             }
             int start = pending.readerIndex();
             int ahs = (pending.getByte(start + 4) & 0xff) * 4;
-            int dsl = pending.getMedium(start + 5);
+            int dsl = pending.getUnsignedMedium(start + 5);
             int hd = headerDigest ? 4 : 0;
             int dd = dataDigest && dsl > 0 ? 4 : 0;
             int total = Bhs.LENGTH + ahs + hd + dsl + Bhs.pad(dsl) + dd;
