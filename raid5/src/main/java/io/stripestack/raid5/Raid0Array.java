@@ -117,13 +117,16 @@ public final class Raid0Array implements BlockDevice {
                 index += len;
                 left -= len;
             }
-            batch.run();
-            for (int i = 0; i < batch.size(); i++) {
-                if (batch.error(i) != null) {
-                    throw batch.error(i);
+            try {
+                batch.run();
+                for (int i = 0; i < batch.size(); i++) {
+                    if (batch.error(i) != null) {
+                        throw batch.error(i);
+                    }
                 }
+            } finally {
+                batch.clear();
             }
-            batch.clear();
             buf.position(buf.limit());
         } catch (IOException | RuntimeException e) {
             stats.endFailed(start);

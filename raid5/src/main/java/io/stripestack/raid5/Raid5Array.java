@@ -58,8 +58,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class Raid5Array implements BlockDevice {
     private static final Logger LOG = LoggerFactory.getLogger(Raid5Array.class);
-    /** Default stripe cache capacity in rows; see docs/raid5.md for the reasoning. */
-    public static final int DEFAULT_STRIPE_CACHE_ROWS = 64;
+    /** Memory the automatic stripe cache size aims at; see {@link #defaultStripeCacheRows}. */
+    public static final long DEFAULT_STRIPE_CACHE_BYTES = 32L << 20;
     static final int SLOTS = 1024;
     private static final int BLOCK = StripeCache.BLOCK;
     private static final ByteOrder NATIVE = ByteOrder.nativeOrder();
@@ -158,7 +158,8 @@ public final class Raid5Array implements BlockDevice {
                 Math.max(1, (16 << 20) / rowBytes) * (long) rowBytes);
         this.geometry = new Geometry(chunk, rowBytes, 0, maxTransfer);
         this.checkParityOnReads = options.checkParityOnReads();
-        this.cache = new StripeCache(members, chunk, options.stripeCacheRows());
+        this.cache = new StripeCache(members, chunk, options.stripeCacheRows() > 0 ? options.stripeCacheRows()
+                : defaultStripeCacheRows(members, chunk));
         for (int i = 0; i < SLOTS; i++) {
             slots[i] = new Slot();
         }
@@ -312,17 +313,20 @@ public final class Raid5Array implements BlockDevice {
             long pos = offset;
             int srcIndex = src.position();
             int left = length;
-            while (left > 0) {
-                long row = pos / rowBytes;
-                int inRow = (int) (pos - row * rowBytes);
-                int len = Math.min(left, rowBytes - inRow);
-                w.set(row, inRow, len, src, srcIndex);
-                submit(w, ctx);
-                pos += len;
-                srcIndex += len;
-                left -= len;
+            try {
+                while (left > 0) {
+                    long row = pos / rowBytes;
+                    int inRow = (int) (pos - row * rowBytes);
+                    int len = Math.min(left, rowBytes - inRow);
+                    w.set(row, inRow, len, src, srcIndex);
+                    submit(w, ctx);
+                    pos += len;
+                    srcIndex += len;
+                    left -= len;
+                }
+            } finally {
+                w.src = null;
             }
-            w.src = null;
             src.position(src.limit());
         } catch (IOException | RuntimeException e) {
             stats.endFailed(start);
@@ -384,6 +388,15 @@ public final class Raid5Array implements BlockDevice {
     }
 
     // ----------------------------------------------------------------------------------------- controls
+
+    /**
+     * The automatic stripe cache size: as many whole rows (members x chunk bytes each) as fit in
+     * {@link #DEFAULT_STRIPE_CACHE_BYTES}, at least 4 and at most 256 (md's default of 256 stripes).
+     */
+    public static int defaultStripeCacheRows(int members, int chunk) {
+        long rows = DEFAULT_STRIPE_CACHE_BYTES / ((long) members * chunk);
+        return (int) Math.max(4, Math.min(256, rows));
+    }
 
     public int stripeCacheSize() {
         return cache.capacity();
@@ -1041,6 +1054,16 @@ public final class Raid5Array implements BlockDevice {
         }
         memberPrereads.add(pieces);
         reads.run();
+        try {
+            return recordPreReads(reads, e, ctx, memberOffset, pieces);
+        } finally {
+            reads.clear();
+        }
+    }
+
+    private boolean recordPreReads(MemberIoExecutor.Batch reads, StripeCache.Entry e, Context ctx, long memberOffset,
+                                   int pieces) {
+        int[] pieceChunk = ctx.pieceChunk;
         boolean ok = true;
         for (int p = 0; p < pieces; p++) {
             int from = (int) ((reads.offset(p) - memberOffset) / BLOCK);
