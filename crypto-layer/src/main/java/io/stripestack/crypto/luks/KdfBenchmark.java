@@ -19,7 +19,7 @@ public final class KdfBenchmark {
     /** cryptsetup's default Argon2 memory ceiling, 1 GiB. */
     public static final int DEFAULT_MAX_ARGON2_MEMORY_KIB = 1024 * 1024;
 
-    private static final long MEASURE_AT_LEAST_NANOS = Duration.ofMillis(100).toNanos();
+    private static final long MEASURE_AT_LEAST_NANOS = Duration.ofMillis(200).toNanos();
     private static final int ARGON2_PROBE_MEMORY_KIB = 16 * 1024;
 
     private KdfBenchmark() {
@@ -29,6 +29,9 @@ public final class KdfBenchmark {
     public static Kdf.Pbkdf2 pbkdf2(LuksHash hash, Duration target, int keyLength) {
         byte[] password = new byte[32];
         byte[] salt = new byte[Kdf.SALT_BYTES];
+        for (int warmUp = 0; warmUp < 20; warmUp++) { // let the JIT compile the HMAC loop before timing it
+            hash.pbkdf2(password, salt, MIN_PBKDF2_ITERATIONS, keyLength);
+        }
         int iterations = MIN_PBKDF2_ITERATIONS;
         long elapsed;
         while (true) {

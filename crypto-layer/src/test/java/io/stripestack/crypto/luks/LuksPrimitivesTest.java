@@ -17,6 +17,8 @@ import java.util.Map;
 import java.util.Random;
 import javax.crypto.SecretKeyFactory;
 import javax.crypto.spec.PBEKeySpec;
+import org.bouncycastle.crypto.generators.PKCS5S2ParametersGenerator;
+import org.bouncycastle.crypto.params.KeyParameter;
 import org.junit.jupiter.api.Test;
 
 /** PBKDF2, the AF splitter, the JSON reader/writer and the KDF benchmark, each against an independent reference. */
@@ -38,6 +40,20 @@ class LuksPrimitivesTest {
         SecretKeyFactory jdk = SecretKeyFactory.getInstance("PBKDF2WithHmacSHA512");
         byte[] expected = jdk.generateSecret(new PBEKeySpec("hunter2".toCharArray(), salt, 1234, 80 * 8)).getEncoded();
         assertArrayEquals(expected, LuksHash.SHA512.pbkdf2("hunter2".getBytes(StandardCharsets.UTF_8), salt, 1234, 80));
+    }
+
+    @Test
+    void pbkdf2MatchesBouncyCastleForEveryHashAndAnEmptyPassword() {
+        byte[] salt = new byte[32];
+        new Random(3).nextBytes(salt);
+        for (LuksHash hash : LuksHash.values()) {
+            for (byte[] password : new byte[][] {new byte[0], "binary\0key\n".getBytes(StandardCharsets.ISO_8859_1)}) {
+                PKCS5S2ParametersGenerator reference = new PKCS5S2ParametersGenerator(hash.newDigest());
+                reference.init(password, salt, 77);
+                byte[] expected = ((KeyParameter) reference.generateDerivedParameters(100 * 8)).getKey();
+                assertArrayEquals(expected, hash.pbkdf2(password, salt, 77, 100), hash.luksName());
+            }
+        }
     }
 
     @Test
