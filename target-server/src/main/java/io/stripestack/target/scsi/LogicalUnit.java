@@ -37,8 +37,13 @@ public final class LogicalUnit {
     static final int DEFAULT_MAX_TRANSFER_BYTES = 1 << 20;
     static final int MAX_COMPARE_AND_WRITE_BLOCKS = 64;
     static final int MAX_UNMAP_DESCRIPTORS = 64;
-    /** Largest UNMAP / WRITE SAME range in bytes, so that one command cannot occupy a worker for long. */
-    static final long MAX_RANGE_BYTES = 1L << 30;
+    /**
+     * MAXIMUM UNMAP LBA COUNT: bounded so that one command cannot occupy a worker for long (libiscsi's
+     * conformance suite also expects a stated limit to be at most 2^20).
+     */
+    static final long MAX_UNMAP_BLOCKS = 1L << 20;
+    /** MAXIMUM WRITE SAME LENGTH in bytes: a WRITE SAME that writes data moves at most this much. */
+    static final long MAX_WRITE_SAME_BYTES = 256L << 20;
 
     private final BlockDevice device;
     private final LogicalUnitIdentity identity;
@@ -141,11 +146,11 @@ public final class LogicalUnit {
     }
 
     long maxUnmapBlocks() {
-        return Math.min(MAX_RANGE_BYTES / blockSize, 0xFFFFFFFFL);
+        return MAX_UNMAP_BLOCKS;
     }
 
     long maxWriteSameBlocks() {
-        return MAX_RANGE_BYTES / blockSize;
+        return MAX_WRITE_SAME_BYTES / blockSize;
     }
 
     UnitAttentions unitAttentions() {

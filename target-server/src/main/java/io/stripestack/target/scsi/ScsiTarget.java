@@ -56,8 +56,9 @@ public final class ScsiTarget implements ScsiCommandRouter {
     @Override
     public void execute(ScsiCommand cmd) {
         try {
-            if (cmd.cdb() == null || cmd.cdb().length < 6) {
-                throw SenseException.invalidOpcode(cmd.cdb() == null || cmd.cdb().length == 0 ? 0 : cmd.opcode());
+            byte[] cdb = cmd.cdb();
+            if (cdb == null || cdb.length == 0 || cdb.length < cdbLength(cmd.opcode())) {
+                throw SenseException.invalidOpcode(cdb == null || cdb.length == 0 ? 0 : cmd.opcode());
             }
             if (cmd.opcode() == Opcodes.REPORT_LUNS) {
                 reportLuns(cmd);
@@ -76,6 +77,16 @@ public final class ScsiTarget implements ScsiCommandRouter {
                     cmd.nexus(), e);
             cmd.checkCondition(SenseException.internalTargetFailure().toFixedFormat());
         }
+    }
+
+    /** The CDB length implied by the opcode's group code (SPC-4 4.2.5.1); 6 for groups without a fixed length. */
+    private static int cdbLength(int opcode) {
+        return switch (opcode >>> 5) {
+            case 1, 2 -> 10;
+            case 4 -> 16;
+            case 5 -> 12;
+            default -> 6;
+        };
     }
 
     private static void executeWithoutUnit(ScsiCommand cmd) {
@@ -98,9 +109,6 @@ public final class ScsiTarget implements ScsiCommandRouter {
     /** REPORT LUNS (SPC-4 6.33): every LUN for SELECT REPORT 0, 1 and 2 (there are no well-known LUNs). */
     private void reportLuns(ScsiCommand cmd) {
         byte[] cdb = cmd.cdb();
-        if (cdb.length < 12) {
-            throw SenseException.invalidFieldInCdb(0, -1);
-        }
         int select = Cdb.u8(cdb, 2);
         if (select > 2) {
             throw SenseException.invalidFieldInCdb(2, -1);

@@ -1,0 +1,18 @@
+/**
+ * The SCSI command set (SPC-4 / SBC-3) over {@link io.stripestack.blockdev.BlockDevice}s.
+ *
+ * <p>Wiring: build one {@link io.stripestack.target.scsi.LogicalUnit} per LUN from the top device of its
+ * stack, a {@link io.stripestack.target.scsi.LogicalUnitIdentity} and a read-only flag, and hand the map of
+ * LUN numbers to a {@link io.stripestack.target.scsi.ScsiTarget}, the
+ * {@link io.stripestack.target.scsi.ScsiCommandRouter} the iSCSI transport calls.
+ *
+ * <p>Threads and locks: {@code ScsiTarget.execute} runs on many I/O worker threads at once and blocks on
+ * device I/O. Per logical unit: mode pages (volatile WCE; MODE SELECT under the {@code ModePages} monitor),
+ * unit attentions (one monitor per nexus queue), reservations (the {@code Reservations} monitor, skipped
+ * lock-free while none exists), and a {@link java.util.concurrent.locks.StampedLock} that every writing
+ * command holds shared and COMPARE AND WRITE holds exclusively. No lock is held across more than one
+ * logical unit, and none but the write-order lock is held during device I/O.
+ *
+ * <p>Errors leave as CHECK CONDITION with fixed-format sense data; nothing here throws to the transport.
+ */
+package io.stripestack.target.scsi;
