@@ -109,10 +109,11 @@ public final class ConfigLoader {
         int nopIn = 10;
         Path admin = dataDir.resolve("stripestack.sock");
         Portal metrics = null;
+        long readaheadBudget = 64L << 20;
         if (n != null) {
             YamlNode p = n.child("portals");
             if (p != null) {
-                for (YamlNode item : p.list().isEmpty() ? List.<YamlNode>of() : p.list()) {
+                for (YamlNode item : p.list()) {
                     portals.add(portal(item));
                 }
             }
@@ -135,6 +136,10 @@ public final class ConfigLoader {
             if (adminNode != null) {
                 admin = dataDir.resolve(adminNode.string());
             }
+            YamlNode budget = n.child("readahead_budget");
+            if (budget != null) {
+                readaheadBudget = budget.size(1L << 20, 1L << 36);
+            }
             YamlNode m = n.child("metrics");
             if (m != null) {
                 metrics = portal(m);
@@ -151,11 +156,8 @@ public final class ConfigLoader {
         if (portals.isEmpty()) {
             portals.add(new Portal("127.0.0.1", 3260));
         }
-        if (advertise.isEmpty()) {
-            advertise.addAll(portals);
-        }
         return new ServerConfig(List.copyOf(portals), List.copyOf(advertise), tpgt, queueDepth, ioThreads, mrdsl,
-                maxBurst, firstBurst, immediateData, initialR2T, nopIn, admin, metrics);
+                maxBurst, firstBurst, immediateData, initialR2T, nopIn, admin, metrics, readaheadBudget);
     }
 
     private static boolean isLoopback(String host) {
@@ -215,7 +217,7 @@ public final class ConfigLoader {
         String layout = layoutNode == null ? "left-symmetric" : layoutNode.oneOf(LAYOUTS.toArray(new String[0]));
         YamlNode create = n.child("create_member_size");
         long createSize = create == null ? 0 : create.size(1L << 20, 1L << 50);
-        int stripeCache = intOr(n.child("stripe_cache_size"), 17, 32768, 256);
+        int stripeCache = intOr(n.child("stripe_cache_size"), 1, 32768, 0);
         boolean checkParity = boolOr(n.child("check_parity_on_reads"), false);
         boolean direct = boolOr(n.child("direct_io"), false);
         boolean startDirtyDegraded = boolOr(n.child("start_dirty_degraded"), false);

@@ -11,11 +11,14 @@ import java.util.Map;
 public record StripestackConfig(Path file, Path dataDir, ServerConfig server, Map<String, ArrayConfig> arrays,
         List<TargetConfig> targets) {
 
-    /** Bind addresses, what SendTargets advertises, and iSCSI limits offered at login. */
+    /**
+     * Bind addresses, what SendTargets advertises (empty: the address each discovery connection arrived
+     * on, so port 0 and wildcard binds advertise something reachable), and iSCSI limits offered at login.
+     */
     public record ServerConfig(List<Portal> portals, List<Portal> advertise, int portalGroupTag, int queueDepth,
             int ioThreads, int maxRecvDataSegmentLength, int maxBurstLength, int firstBurstLength,
             boolean immediateData, boolean initialR2T, int nopInIntervalSeconds, Path adminSocket,
-            Portal metrics) {
+            Portal metrics, long readaheadBudget) {
     }
 
     public record Portal(String host, int port) {

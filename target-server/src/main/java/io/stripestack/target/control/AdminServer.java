@@ -40,6 +40,7 @@ public final class AdminServer implements Closeable {
         this.socketPath = socketPath.toAbsolutePath();
         this.registry = registry;
         Files.createDirectories(this.socketPath.getParent());
+        refuseIfAnotherServerListens(this.socketPath);
         Files.deleteIfExists(this.socketPath);
         server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
         server.bind(UnixDomainSocketAddress.of(this.socketPath));
@@ -48,6 +49,19 @@ public final class AdminServer implements Closeable {
         acceptor.setDaemon(true);
         acceptor.start();
         log.info("admin socket {} (stripestack ctl / status)", this.socketPath);
+    }
+
+    /** A stale socket file (a server that died) is replaced; a live one belongs to another server. */
+    private static void refuseIfAnotherServerListens(Path socketPath) throws IOException {
+        if (!Files.exists(socketPath)) {
+            return;
+        }
+        try (SocketChannel probe = SocketChannel.open(UnixDomainSocketAddress.of(socketPath))) {
+            throw new IOException("another stripestack server is running with admin socket " + socketPath
+                    + "; stop it first or give this one another server.admin_socket");
+        } catch (java.net.SocketException stale) {
+            // Nobody listens: a leftover of a server that was killed.
+        }
     }
 
     public Path socketPath() {

@@ -1,0 +1,153 @@
+package io.stripestack.target.server;
+
+import io.stripestack.blockdev.BlockDevice;
+import io.stripestack.blockdev.FileBlockDevice;
+import io.stripestack.blockdev.MemoryBlockDevice;
+import io.stripestack.blockdev.readahead.ReadaheadBlockDevice;
+import io.stripestack.blockdev.readahead.ReadaheadBudget;
+import io.stripestack.crypto.CryptSpec;
+import io.stripestack.crypto.CryptoBlockDevice;
+import io.stripestack.crypto.PlainModeKeys;
+import io.stripestack.crypto.SectorCipher;
+import io.stripestack.crypto.luks.LuksVolume;
+import io.stripestack.raid5.Raid5Array;
+import io.stripestack.raid5.Raid5Config;
+import io.stripestack.raid5.Raid5Files;
+import io.stripestack.raid5.Raid5Layout;
+import io.stripestack.raid5.Raid5Options;
+import io.stripestack.target.config.StripestackConfig.ArrayConfig;
+import io.stripestack.target.config.StripestackConfig.CryptoConfig;
+import io.stripestack.target.config.StripestackConfig.LunConfig;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Turns configuration into BlockDevice chains: opens (or creates) arrays, then builds each LUN's stack
+ * bottom-up: base (array, file or RAM), optional crypto, readahead at the top (or, as the seed-004
+ * experiment, directly below crypto). The only place that knows every layer.
+ *
+ * <p>Used once at start-up by the thread that starts the server.
+ */
+final class StackBuilder {
+    private static final Logger log = LoggerFactory.getLogger(StackBuilder.class);
+
+    private StackBuilder() {
+    }
+
+    /** Creates the array if none of its members exists and a size is configured, else assembles it. */
+    static Raid5Array openArray(ArrayConfig c, Raid5Options options) throws IOException {
+        List<Path> members = c.members();
+        long existing = members.stream().filter(Files::exists).count();
+        if (existing == 0) {
+            if (c.createMemberSize() <= 0) {
+                throw new IOException("array " + c.name() + ": none of its member files exists (" + members
+                        + "); set create_member_size to create a new array there, or correct the paths");
+            }
+            Raid5Config rc = Raid5Config.defaults(c.name()).withChunk(c.chunkBytes())
+                    .withLayout(Raid5Layout.parse(c.layout()));
+            Raid5Array array = Raid5Files.create(members, c.createMemberSize(), rc, options);
+            log.info("array {}: created on {} members of {} (chunk {} KiB, {})", c.name(), members.size(),
+                    c.createMemberSize(), c.chunkBytes() / 1024, c.layout());
+            return array;
+        }
+        Raid5Array array = Raid5Files.assemble(members, options, c.direct());
+        for (String problem : array.assemblyProblems()) {
+            log.warn("array {}: {}", c.name(), problem);
+        }
+        log.info("array {}: assembled, {}", c.name(), array.status().health());
+        return array;
+    }
+
+    /** The bottom of a LUN's chain: the named array, a file (created if configured), or RAM. */
+    static BlockDevice openBase(LunConfig lun, Map<String, Raid5Array> arrays) throws IOException {
+        var b = lun.backing();
+        if (b.array() != null) {
+            return arrays.get(b.array());
+        }
+        if (b.ram()) {
+            return new MemoryBlockDevice("ram-lun" + lun.lun(), Math.toIntExact(b.createSize()), 512);
+        }
+        if (!Files.exists(b.file())) {
+            if (b.createSize() <= 0) {
+                throw new IOException("LUN " + lun.lun() + ": backing file " + b.file()
+                        + " does not exist; create it or set create_size");
+            }
+            log.info("LUN {}: creating backing file {} of {} bytes", lun.lun(), b.file(), b.createSize());
+            return FileBlockDevice.create(b.file(), b.createSize(), 512);
+        }
+        return FileBlockDevice.open(b.file(), 512, false, lun.readOnly());
+    }
+
+    static LunStack buildLun(String target, LunConfig lun, BlockDevice base, ReadaheadBudget budget)
+            throws IOException {
+        BlockDevice below = base;
+        ReadaheadBlockDevice readahead = null;
+        CryptoBlockDevice crypto = null;
+        boolean readaheadOn = lun.readahead().readAheadKb() != 0;
+        if (lun.crypto() != null) {
+            if (readaheadOn && lun.readahead().belowCrypto()) {
+                readahead = readahead(below, lun, budget);
+                below = readahead;
+            }
+            crypto = crypto(target, lun, below);
+            below = crypto;
+        }
+        if (readaheadOn && readahead == null) {
+            readahead = readahead(below, lun, budget);
+            below = readahead;
+        }
+        return new LunStack(target, lun, below, readahead, crypto, base);
+    }
+
+    private static ReadaheadBlockDevice readahead(BlockDevice below, LunConfig lun, ReadaheadBudget budget) {
+        ReadaheadBlockDevice ra = new ReadaheadBlockDevice(below, budget);
+        if (lun.readahead().readAheadKb() > 0) {
+            ra.setReadAheadKb(lun.readahead().readAheadKb());
+        }
+        return ra;
+    }
+
+    private static CryptoBlockDevice crypto(String target, LunConfig lun, BlockDevice below) throws IOException {
+        CryptoConfig c = lun.crypto();
+        String name = "crypt-" + target + "-lun" + lun.lun();
+        byte[] key = null;
+        try {
+            if (c.luks()) {
+                Path file = c.keyFile() != null ? c.keyFile() : c.passphraseFile();
+                LuksVolume.SecretFile kind = c.keyFile() != null ? LuksVolume.SecretFile.KEY_FILE
+                        : LuksVolume.SecretFile.PASSPHRASE_FILE;
+                try (LuksVolume volume = LuksVolume.unlock(below, file, kind)) {
+                    SectorCipher cipher = SectorCipher.create(CryptSpec.parse(volume.cipherSpec()), volume.volumeKey(),
+                            volume.sectorSize(), false);
+                    log.info("LUN {}: LUKS{} volume {} unlocked (keyslot {}), {}, payload at sector {}", lun.lun(),
+                            volume.version(), volume.uuid(), volume.keyslot(), volume.cipherSpec(),
+                            volume.payloadOffsetSectors());
+                    return new CryptoBlockDevice(name, below, cipher, volume.payloadOffsetSectors(), 0, false);
+                }
+            }
+            int keyBytes = c.keyBits() / 8;
+            if (c.keyFile() != null) {
+                key = PlainModeKeys.readKeyFile(c.keyFile(), keyBytes);
+            } else {
+                byte[] passphrase = LuksVolume.readSecret(c.passphraseFile(), LuksVolume.SecretFile.PASSPHRASE_FILE);
+                try {
+                    key = PlainModeKeys.hashPassphrase(passphrase, c.hash(), keyBytes);
+                } finally {
+                    Arrays.fill(passphrase, (byte) 0);
+                }
+            }
+            SectorCipher cipher = SectorCipher.create(CryptSpec.parse(c.cipher()), key, c.sectorSize(), c.ivLargeSectors());
+            return new CryptoBlockDevice(name, below, cipher, c.offsetSectors(), c.skipSectors(), false);
+        } finally {
+            if (key != null) {
+                Arrays.fill(key, (byte) 0);
+            }
+        }
+    }
+}

@@ -1,0 +1,301 @@
+package io.stripestack.target.server;
+
+import io.stripestack.blockdev.BlockDevice;
+import io.stripestack.blockdev.readahead.ReadaheadBudget;
+import io.stripestack.raid5.Raid5Array;
+import io.stripestack.raid5.Raid5Options;
+import io.stripestack.target.config.StripestackConfig;
+import io.stripestack.target.config.StripestackConfig.ArrayConfig;
+import io.stripestack.target.config.StripestackConfig.LunConfig;
+import io.stripestack.target.config.StripestackConfig.Portal;
+import io.stripestack.target.config.StripestackConfig.TargetConfig;
+import io.stripestack.target.control.AdminServer;
+import io.stripestack.target.control.ControlAttribute;
+import io.stripestack.target.control.ControlRegistry;
+import io.stripestack.target.iscsi.IscsiServer;
+import io.stripestack.target.iscsi.IscsiServerSettings;
+import io.stripestack.target.iscsi.IscsiTargetDefinition;
+import io.stripestack.target.scsi.LogicalUnit;
+import io.stripestack.target.scsi.LogicalUnitIdentity;
+import io.stripestack.target.scsi.ScsiTarget;
+import java.io.Closeable;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A running stripestack: arrays assembled, LUN stacks built, the iSCSI server listening, the admin socket
+ * open. {@link #close()} is the orderly shutdown (SIGTERM): stop accepting, drain in-flight commands,
+ * flush every stack, mark the arrays clean.
+ *
+ * <p>Threads: started and closed by one thread (the CLI's main thread or a test); the iSCSI event
+ * loops, the {@code scsi-io} worker pool, and each layer's own threads run in between.
+ */
+public final class StripestackServer implements Closeable {
+    private static final Logger log = LoggerFactory.getLogger(StripestackServer.class);
+
+    private final StripestackConfig config;
+    private final Map<String, Raid5Array> arrays = new LinkedHashMap<>();
+    private final List<LunStack> luns = new ArrayList<>();
+    private final List<IscsiTargetDefinition> targets = new ArrayList<>();
+    private final ControlRegistry registry = new ControlRegistry();
+    private final ExecutorService ioWorkers;
+    private ReadaheadBudget readaheadBudget;
+    private IscsiServer iscsi;
+    private AdminServer admin;
+    private boolean closed;
+
+    private StripestackServer(StripestackConfig config) {
+        this.config = config;
+        AtomicInteger n = new AtomicInteger();
+        this.ioWorkers = Executors.newFixedThreadPool(config.server().ioThreads(), r -> {
+            Thread t = new Thread(r, "scsi-io-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    /** Builds everything the configuration describes and starts serving; on failure nothing stays open. */
+    public static StripestackServer start(StripestackConfig config) throws IOException {
+        StripestackServer server = new StripestackServer(config);
+        try {
+            server.startAll();
+            return server;
+        } catch (IOException | RuntimeException e) {
+            server.close();
+            throw e;
+        }
+    }
+
+    private void startAll() throws IOException {
+        for (ArrayConfig ac : config.arrays().values()) {
+            Raid5Options options = Raid5Options.defaults().withAllowDegraded(true);
+            if (ac.stripeCacheSize() > 0) {
+                options = options.withStripeCacheRows(ac.stripeCacheSize());
+            }
+            Raid5Array array = StackBuilder.openArray(ac, options);
+            arrays.put(ac.name(), array);
+            array.setCheckParityOnReads(ac.checkParityOnReads());
+            registerArrayControls(ac.name(), array);
+        }
+        readaheadBudget = new ReadaheadBudget(config.server().readaheadBudget());
+        for (TargetConfig tc : config.targets()) {
+            Map<Long, LogicalUnit> units = new LinkedHashMap<>();
+            for (LunConfig lc : tc.luns()) {
+                BlockDevice base = StackBuilder.openBase(lc, arrays);
+                LunStack stack = StackBuilder.buildLun(tc.iqn(), lc, base, readaheadBudget);
+                luns.add(stack);
+                units.put((long) lc.lun(), new LogicalUnit(stack.top(), identity(tc, lc, base), lc.readOnly()));
+                registerLunControls(stack);
+                log.info("target {} LUN {}: {} bytes, {}", tc.iqn(), lc.lun(), stack.top().size(), describe(stack));
+            }
+            IscsiTargetDefinition.Builder def = IscsiTargetDefinition.builder(tc.iqn(), new ScsiTarget(units))
+                    .alias(tc.alias()).allowedInitiators(tc.allowedInitiators());
+            if (tc.chap() != null) {
+                def.chap(tc.chap().user(), tc.chap().secret());
+            }
+            if (tc.mutualChap() != null) {
+                def.mutualChap(tc.mutualChap().user(), tc.mutualChap().secret());
+            }
+            targets.add(def.build());
+        }
+        iscsi = new IscsiServer(settings(config.server()), targets, ioWorkers);
+        iscsi.start();
+        for (InetSocketAddress a : iscsi.boundAddresses()) {
+            log.info("listening on {}:{}", a.getAddress().getHostAddress(), a.getPort());
+        }
+        for (TargetConfig tc : config.targets()) {
+            log.info("target {}: e.g. iscsi-ls -s iscsi://{}/  or  iscsiadm -m discovery -t st -p {}", tc.iqn(),
+                    portalText(iscsi.boundAddresses().get(0)), portalText(iscsi.boundAddresses().get(0)));
+        }
+        StatusReport status = new StatusReport(arrays, luns);
+        registry.setStatusReport(status::render);
+        registry.setMetricsReport(status::prometheus);
+        admin = new AdminServer(config.server().adminSocket(), registry);
+    }
+
+    private static String portalText(InetSocketAddress a) {
+        String host = a.getAddress().getHostAddress();
+        return (host.contains(":") ? "[" + host + "]" : host) + ":" + a.getPort();
+    }
+
+    private static IscsiServerSettings settings(StripestackConfig.ServerConfig s) {
+        IscsiServerSettings.Builder b = IscsiServerSettings.builder()
+                .targetPortalGroupTag(s.portalGroupTag())
+                .maxRecvDataSegmentLength(s.maxRecvDataSegmentLength())
+                .maxBurstLength(s.maxBurstLength())
+                .firstBurstLength(s.firstBurstLength())
+                .immediateData(s.immediateData())
+                .initialR2T(s.initialR2T())
+                .queueDepth(s.queueDepth())
+                .nopInInterval(Duration.ofSeconds(s.nopInIntervalSeconds()));
+        for (Portal p : s.portals()) {
+            b.bind(new InetSocketAddress(p.host(), p.port()));
+        }
+        for (Portal p : s.advertise()) {
+            b.portal(p.toString());
+        }
+        return b.build();
+    }
+
+    private static LogicalUnitIdentity identity(TargetConfig tc, LunConfig lc, BlockDevice base) {
+        String stableName = tc.iqn() + "/lun" + lc.lun() + "/" + (base instanceof Raid5Array a ? a.uuid() : base.name());
+        UUID id = LogicalUnitIdentity.stableIdFromName(stableName);
+        if (lc.serial() == null) {
+            return LogicalUnitIdentity.of(id);
+        }
+        return new LogicalUnitIdentity(LogicalUnitIdentity.DEFAULT_VENDOR, LogicalUnitIdentity.DEFAULT_PRODUCT,
+                LogicalUnitIdentity.DEFAULT_REVISION, lc.serial(), LogicalUnitIdentity.naaFrom(id));
+    }
+
+    private static String describe(LunStack stack) {
+        StringBuilder s = new StringBuilder();
+        for (BlockDevice layer : stack.layers()) {
+            if (s.length() > 0) {
+                s.append(" -> ");
+            }
+            s.append(layer == stack.readahead() ? "readahead(" + stack.readahead().readAheadKb() + " KiB)"
+                    : layer == stack.crypto() ? "crypt(" + stack.crypto().cipher().spec() + ", offset "
+                            + stack.crypto().offsetSectors() + ")"
+                    : layer.name());
+        }
+        return s.toString();
+    }
+
+    private void registerArrayControls(String name, Raid5Array array) {
+        registry.register(name + "/level", ControlAttribute.readOnly(() -> "raid5"));
+        registry.register(name + "/array_state", ControlAttribute.readOnly(() -> array.status().health().name().toLowerCase()));
+        registry.register(name + "/raid_disks", ControlAttribute.readOnly(() -> Integer.toString(array.memberCount())));
+        registry.register(name + "/chunk_size", ControlAttribute.readOnly(() -> Integer.toString(array.chunkBytes())));
+        registry.register(name + "/layout", ControlAttribute.readOnly(() -> array.layout().toString()));
+        registry.register(name + "/uuid", ControlAttribute.readOnly(array::uuid));
+        registry.register(name + "/stripe_cache_size", ControlAttribute.ofInt(array::stripeCacheSize,
+                array::setStripeCacheSize, 1, 32768));
+        registry.register(name + "/check_parity_on_reads", ControlAttribute.ofBoolean(array::checkParityOnReads,
+                array::setCheckParityOnReads));
+        registry.register(name + "/fail", new ControlAttribute() {
+            @Override
+            public String get() {
+                return "";
+            }
+
+            @Override
+            public void set(String value) {
+                int role;
+                try {
+                    role = Integer.parseInt(value.trim());
+                } catch (NumberFormatException e) {
+                    throw new IllegalArgumentException("'" + value + "' is not a member role (0.." + (array.memberCount() - 1) + ")");
+                }
+                if (role < 0 || role >= array.memberCount()) {
+                    throw new IllegalArgumentException("role " + role + " is out of range (0.." + (array.memberCount() - 1) + ")");
+                }
+                try {
+                    array.failMember(role);
+                } catch (IOException e) {
+                    throw new IllegalStateException("failing member " + role + " of " + name + ": " + e.getMessage(), e);
+                }
+            }
+        });
+    }
+
+    private void registerLunControls(LunStack stack) {
+        if (stack.readahead() != null) {
+            var ra = stack.readahead();
+            registry.register(stack.controlPath() + "/read_ahead_kb", new ControlAttribute() {
+                @Override
+                public String get() {
+                    return Long.toString(ra.readAheadKb());
+                }
+
+                @Override
+                public void set(String value) {
+                    long kb;
+                    try {
+                        kb = Long.parseLong(value.trim());
+                    } catch (NumberFormatException e) {
+                        throw new IllegalArgumentException("'" + value + "' is not a whole number of KiB");
+                    }
+                    ra.setReadAheadKb(kb);
+                }
+            });
+        }
+        registry.register(stack.controlPath() + "/size", ControlAttribute.readOnly(() -> Long.toString(stack.top().size())));
+    }
+
+    public ControlRegistry registry() {
+        return registry;
+    }
+
+    public Map<String, Raid5Array> arrays() {
+        return arrays;
+    }
+
+    public List<LunStack> luns() {
+        return luns;
+    }
+
+    /** The addresses the iSCSI server listens on (port resolved when configured as 0). */
+    public List<InetSocketAddress> boundAddresses() {
+        return iscsi.boundAddresses();
+    }
+
+    /** Stops serving, drains in-flight commands, flushes every stack and marks the arrays clean. */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        if (admin != null) {
+            closeQuietly(admin, "admin socket");
+        }
+        if (iscsi != null) {
+            iscsi.close();
+        }
+        ioWorkers.shutdown();
+        try {
+            if (!ioWorkers.awaitTermination(30, TimeUnit.SECONDS)) {
+                log.warn("I/O workers still busy after 30 s; closing the stacks anyway");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        for (IscsiTargetDefinition t : targets) {
+            t.close();
+        }
+        // Each layer owns the one below and closes it; closing a LUN's top closes its whole chain, the
+        // array included (Raid5Array.close is idempotent: arrays no LUN exports are closed after).
+        for (LunStack lun : luns) {
+            try {
+                lun.top().flush();
+            } catch (IOException e) {
+                log.error("flushing {} at shutdown failed: {}", lun.controlPath(), e.getMessage());
+            }
+            closeQuietly(lun.top(), lun.controlPath());
+        }
+        for (Map.Entry<String, Raid5Array> e : arrays.entrySet()) {
+            closeQuietly(e.getValue(), "array " + e.getKey());
+        }
+        log.info("stopped: every stack flushed, arrays marked clean");
+    }
+
+    private static void closeQuietly(Closeable c, String what) {
+        try {
+            c.close();
+        } catch (IOException | RuntimeException e) {
+            log.error("closing {} failed: {}", what, e.getMessage());
+        }
+    }
+}
