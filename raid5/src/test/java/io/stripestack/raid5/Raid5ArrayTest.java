@@ -33,6 +33,20 @@ class Raid5ArrayTest {
         return members;
     }
 
+    @org.junit.jupiter.api.io.TempDir
+    static java.nio.file.Path tempDir;
+
+    static List<BlockDevice> fileMembers(int n, int chunk, int rows) throws java.io.IOException {
+        List<BlockDevice> members = new ArrayList<>();
+        for (int m = 0; m < n; m++) {
+            java.nio.file.Path p = java.nio.file.Files.createTempFile(tempDir, "member" + m, ".img");
+            java.nio.file.Files.delete(p);
+            members.add(io.stripestack.blockdev.FileBlockDevice.create(p,
+                    DATA_OFFSET_SECTORS * SECTOR + (long) rows * chunk, SECTOR));
+        }
+        return members;
+    }
+
     static Raid5Array create(List<? extends BlockDevice> members, int chunk, Raid5Layout layout, int cacheRows)
             throws Exception {
         return Raid5Array.create(members, new Raid5Config("t", chunk, layout, DATA_OFFSET_SECTORS),
@@ -109,8 +123,10 @@ class Raid5ArrayTest {
         int chunk = 4096 << setup.nextInt(3);
         int rows = 48;
         int cacheRows = new int[] {1, 2, 8, 64}[setup.nextInt(4)];
-        List<BlockDevice> members = memoryMembers(n, chunk, rows);
+        boolean failMidway = seed % 2 == 0;
+        List<BlockDevice> members = seed == 3 ? fileMembers(n, chunk, rows) : memoryMembers(n, chunk, rows);
         int threads = 4;
+        int failedMember = setup.nextInt(n);
         try (Raid5Array array = create(members, chunk, layout, cacheRows)) {
             int size = (int) array.size();
             byte[] model = new byte[size];
@@ -124,6 +140,9 @@ class Raid5ArrayTest {
                     Random r = new Random(seed * 1000 + me);
                     int regionStart = half + me * regionBytes;
                     for (int op = 0; op < 300; op++) {
+                        if (failMidway && me == 0 && op == 150) {
+                            array.failMember(failedMember);
+                        }
                         int kind = r.nextInt(10);
                         if (kind < 3) {
                             int granules = half / 1024;
@@ -165,7 +184,11 @@ class Raid5ArrayTest {
             byte[] all = new byte[size];
             array.read(0, ByteBuffer.wrap(all));
             assertArrayEquals(model, all, "seed " + seed);
-            assertParityConsistent(members, chunk, rows);
+            if (failMidway) {
+                assertEquals(Raid5Status.Health.DEGRADED, array.status().health());
+            } else {
+                assertParityConsistent(members, chunk, rows);
+            }
             assertEquals(0, array.stats().layerCounter("parity_mismatches"));
         }
     }
@@ -246,6 +269,88 @@ class Raid5ArrayTest {
             long smallPrereads = array.stats().layerCounter("member_prereads") - before;
             assertTrue(smallPrereads <= 2L * (chunk / small.length), "small writes pre-read " + smallPrereads);
             assertParityConsistent(members, chunk, rows);
+        }
+    }
+
+    /** A member whose first write stalls, so that other writes to the same row queue up behind it. */
+    static final class StallingDevice implements BlockDevice {
+        final BlockDevice inner;
+        final java.util.concurrent.CountDownLatch firstWriteStarted = new java.util.concurrent.CountDownLatch(1);
+        final java.util.concurrent.atomic.AtomicBoolean stalled = new java.util.concurrent.atomic.AtomicBoolean();
+
+        StallingDevice(BlockDevice inner) {
+            this.inner = inner;
+        }
+
+        @Override public String name() { return inner.name(); }
+        @Override public long size() { return inner.size(); }
+        @Override public int logicalBlockSize() { return inner.logicalBlockSize(); }
+        @Override public io.stripestack.blockdev.Geometry geometry() { return inner.geometry(); }
+        @Override public void read(long offset, ByteBuffer dst) throws java.io.IOException { inner.read(offset, dst); }
+        @Override public void flush() throws java.io.IOException { inner.flush(); }
+        @Override public io.stripestack.blockdev.IoStats stats() { return inner.stats(); }
+        @Override public void close() throws java.io.IOException { inner.close(); }
+
+        @Override
+        public void write(long offset, ByteBuffer src) throws java.io.IOException {
+            if (offset >= DATA_OFFSET_SECTORS * SECTOR && stalled.compareAndSet(false, true)) {
+                firstWriteStarted.countDown();
+                try {
+                    Thread.sleep(300);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            inner.write(offset, src);
+        }
+    }
+
+    @Test
+    void concurrentWritesToOneRowAreMergedAndNeedNoPrereads() throws Exception {
+        int chunk = 16384;
+        int n = 4;
+        List<StallingDevice> members = new ArrayList<>();
+        for (BlockDevice d : memoryMembers(n, chunk, 4)) {
+            members.add(new StallingDevice(d));
+        }
+        try (Raid5Array array = create(members, chunk, Raid5Layout.LEFT_SYMMETRIC, 8)) {
+            int rowBytes = (n - 1) * chunk;
+            byte[] data = new byte[rowBytes];
+            new Random(11).nextBytes(data);
+            int first = 8192;
+            ExecutorService pool = Executors.newFixedThreadPool(5);
+            Future<?> a = pool.submit(() -> {
+                array.write(0, ByteBuffer.wrap(data, 0, first));
+                return null;
+            });
+            assertTrue(members.stream().anyMatch(m -> {
+                try {
+                    return m.firstWriteStarted.await(10, java.util.concurrent.TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    throw new IllegalStateException(e);
+                }
+            }));
+            long prereadsOfFirst = array.stats().layerCounter("member_prereads");
+            List<Future<?>> rest = new ArrayList<>();
+            int piece = (rowBytes - first) / 4;
+            for (int k = 0; k < 4; k++) {
+                int off = first + k * piece;
+                rest.add(pool.submit(() -> {
+                    array.write(off, ByteBuffer.wrap(data, off, piece));
+                    return null;
+                }));
+            }
+            a.get();
+            for (Future<?> f : rest) {
+                f.get();
+            }
+            pool.shutdown();
+            assertEquals(prereadsOfFirst, array.stats().layerCounter("member_prereads"),
+                    "the four queued writes fill the rest of the row together: no pre-reads");
+            byte[] got = new byte[rowBytes];
+            array.read(0, ByteBuffer.wrap(got));
+            assertArrayEquals(data, got);
+            assertParityConsistent(members, chunk, 4);
         }
     }
 
