@@ -120,7 +120,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     public void channelActive(ChannelHandlerContext context) {
         server.connections.add(this);
         login = new LoginNegotiator(server.settings, server::target);
-        lastReceiveNanos = System.nanoTime();
+        lastReceiveNanos = ctx.executor().ticker().nanoTime();
         long timeoutMillis = server.settings.loginTimeout().toMillis();
         loginTimer = context.executor().schedule(this::loginTimedOut, timeoutMillis, TimeUnit.MILLISECONDS);
         context.fireChannelActive();
@@ -179,7 +179,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         }
         IscsiPdu pdu = (IscsiPdu) msg;
         try {
-            lastReceiveNanos = System.nanoTime();
+            lastReceiveNanos = ctx.executor().ticker().nanoTime();
             pingOutstanding = false;
             if (!fullFeature) {
                 loginPhase(pdu);
@@ -716,7 +716,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
 
     /** Pings an initiator silent for a whole interval; drops it if it stays silent another one. */
     private void checkLiveness() {
-        long idle = System.nanoTime() - lastReceiveNanos;
+        long idle = ctx.executor().ticker().nanoTime() - lastReceiveNanos;
         if (idle < server.settings.nopInInterval().toNanos()) {
             return;
         }
@@ -744,9 +744,11 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
             case TMF_ABORT_TASK: {
                 IscsiTask task = tasksByItt.get(h.getInt(20));
                 if (task == null) {
+                    // RFC 7143 section 11.5.1: a RefCmdSN still inside the window names a command not
+                    // received yet (complete); below the window the command already finished (no task)
                     int refCmdSn = h.getInt(32);
-                    boolean alreadyDone = Bhs.snLessThan(refCmdSn, Bhs.cmdSn(h)) || refCmdSn == Bhs.cmdSn(h) && immediate;
-                    sendTaskManagementResponse(itt, alreadyDone ? TMF_COMPLETE : TMF_TASK_DOES_NOT_EXIST);
+                    boolean notYetReceived = !Bhs.snLessThan(refCmdSn, expCmdSn) && !Bhs.snLessThan(maxCmdSn, refCmdSn);
+                    sendTaskManagementResponse(itt, notYetReceived ? TMF_COMPLETE : TMF_TASK_DOES_NOT_EXIST);
                     return;
                 }
                 abort(task, pending);

@@ -240,7 +240,8 @@ class IscsiConnectionTest {
             i.dataOut(write, r2t.ttt(), 0, new byte[4096], 0, true);
             assertFalse(i.hasNext(), "Data-Out of an aborted task is dropped");
 
-            assertEquals(1, taskManagement(i, 1, 0x7777).byte2(), "task does not exist");
+            assertEquals(1, taskManagement(i, 1, 0x7777).byte2(), "finished task does not exist");
+            assertEquals(0, taskManagement(i, 1, 0x7778, i.cmdSn).byte2(), "not yet received: complete");
             assertEquals(0, taskManagement(i, 5, 0).byte2(), "LUN reset");
             assertEquals(0, taskManagement(i, 6, 0).byte2(), "target warm reset");
             assertEquals(5, taskManagement(i, 7, 0).byte2(), "cold reset not supported");
@@ -249,11 +250,15 @@ class IscsiConnectionTest {
     }
 
     private static Response taskManagement(IscsiTestInitiator i, int function, int referencedTag) {
+        return taskManagement(i, function, referencedTag, i.cmdSn - 1);
+    }
+
+    private static Response taskManagement(IscsiTestInitiator i, int function, int referencedTag, int refCmdSn) {
         ByteBuf h = IscsiTestInitiator.bhs(Bhs.OP_TASK_MGMT_REQUEST | Bhs.IMMEDIATE_BIT, 0x80 | function, 0);
         h.setInt(16, i.itt++);
         h.setInt(20, referencedTag);
         h.setInt(24, i.cmdSn);
-        h.setInt(32, i.cmdSn + 5);
+        h.setInt(32, refCmdSn);
         i.send(h, null);
         Response r = i.next();
         assertEquals(Bhs.OP_TASK_MGMT_RESPONSE, r.opcode());
@@ -311,6 +316,111 @@ class IscsiConnectionTest {
             assertEquals(0, i.readResult(write).getValue().byte3());
             int tag = i.scsiCommand(IscsiTestInitiator.inquiry(36), 36, true, false, null, true);
             assertEquals(36, i.readResult(tag).getKey().length);
+        }
+    }
+
+    @Test
+    void abortOfAnExecutingTaskWaitsForItAndSuppressesItsResponse() {
+        try (IscsiTestInitiator i = IscsiTestInitiator.withMemoryLun(IscsiTestInitiator.settings().build())) {
+            i.loginNormal();
+            i.deferExecution();
+            int read = i.scsiCommand(IscsiTestInitiator.read10(0, 8), 4096, true, false, null, true);
+            ByteBuf h = IscsiTestInitiator.bhs(Bhs.OP_TASK_MGMT_REQUEST | Bhs.IMMEDIATE_BIT, 0x80 | 1, 0);
+            h.setInt(16, 0x4242);
+            h.setInt(20, read);
+            h.setInt(24, i.cmdSn);
+            h.setInt(32, i.cmdSn - 1);
+            i.send(h, null);
+            assertFalse(i.hasNext(), "abort answered only after the executing command ends");
+            i.runDeferred();
+            Response r = i.next();
+            assertEquals(Bhs.OP_TASK_MGMT_RESPONSE, r.opcode(), "no Data-In for the aborted read");
+            assertEquals(0x4242, r.itt());
+            assertEquals(0, r.byte2());
+        }
+    }
+
+    @Test
+    void connectionLostMidCommandReleasesEveryBuffer() {
+        IscsiTestInitiator i = IscsiTestInitiator.withMemoryLun(IscsiTestInitiator.settings().build());
+        i.loginNormal("InitialR2T=Yes");
+        i.deferExecution();
+        // one read executing on the "device", one write waiting for its Data-Out
+        i.scsiCommand(IscsiTestInitiator.read10(0, 64), 32768, true, false, null, true);
+        int write = i.scsiCommand(IscsiTestInitiator.write10(64, 64), 32768, false, true, new byte[8192], true);
+        Response r2t = i.next();
+        assertEquals(Bhs.OP_R2T, r2t.opcode());
+        assertEquals(write, r2t.itt());
+        assertEquals(8192, r2t.intAt(40), "R2T starts after the immediate data");
+        i.channel.close();
+        i.close(); // runs the read after the close and asserts every buffer was released
+    }
+
+    @Test
+    void sessionReinstatementReplacesTheOldSession() {
+        try (IscsiTestInitiator first = IscsiTestInitiator.withMemoryLun(IscsiTestInitiator.settings().build())) {
+            first.loginNormal();
+            PduDecoder decoder = new PduDecoder();
+            PduEncoder encoder = new PduEncoder();
+            io.netty.channel.embedded.EmbeddedChannel second = new io.netty.channel.embedded.EmbeddedChannel(
+                    decoder, encoder, new IscsiConnection(first.server, decoder, encoder));
+            byte[] data = IscsiTestInitiator.keys("InitiatorName=" + IscsiTestInitiator.INITIATOR_IQN,
+                    "TargetName=" + IscsiTestInitiator.TARGET_IQN, "AuthMethod=None");
+            ByteBuf login = IscsiTestInitiator.bhs(0x43, 0x80 | 3, data.length);
+            login.setLong(8, IscsiTestInitiator.ISID << 16);
+            login.writeBytes(data).writeZero(Bhs.pad(data.length));
+            second.writeInbound(login);
+            second.runPendingTasks();
+            first.channel.runPendingTasks();
+            assertFalse(first.channel.isActive(), "old session closed by the reinstating login");
+            assertEquals(1, first.server.sessions.size(), "the new session holds the nexus");
+            ByteBuf response = second.readOutbound();
+            assertEquals(Bhs.OP_LOGIN_RESPONSE, response.getByte(0) & 0x3f);
+            assertEquals(0, response.getUnsignedShort(36));
+            response.release();
+            second.finishAndReleaseAll();
+            assertEquals(0, first.server.sessions.size());
+        }
+    }
+
+    @Test
+    void idleInitiatorIsPingedAndDroppedWhenSilent() {
+        IscsiServerSettings settings = IscsiServerSettings.builder().nopInInterval(java.time.Duration.ofSeconds(5)).build();
+        try (IscsiTestInitiator i = IscsiTestInitiator.withMemoryLun(settings)) {
+            i.channel.freezeTime();
+            i.loginNormal();
+            i.channel.advanceTimeBy(6, java.util.concurrent.TimeUnit.SECONDS);
+            i.channel.runScheduledPendingTasks();
+            Response ping = i.next();
+            assertEquals(Bhs.OP_NOP_IN, ping.opcode());
+            assertEquals(-1, ping.itt());
+            assertTrue(ping.ttt() != -1, "target-initiated ping asks for an answer");
+            ByteBuf answer = IscsiTestInitiator.bhs(Bhs.OP_NOP_OUT | Bhs.IMMEDIATE_BIT, 0x80, 0);
+            answer.setInt(16, -1);
+            answer.setInt(20, ping.ttt());
+            answer.setInt(24, i.cmdSn);
+            i.send(answer, null);
+            assertFalse(i.hasNext(), "an answer to a ping gets no reply");
+            i.channel.advanceTimeBy(5, java.util.concurrent.TimeUnit.SECONDS);
+            i.channel.runScheduledPendingTasks();
+            assertEquals(Bhs.OP_NOP_IN, i.next().opcode());
+            assertTrue(i.channel.isActive());
+            i.channel.advanceTimeBy(5, java.util.concurrent.TimeUnit.SECONDS);
+            i.channel.runScheduledPendingTasks();
+            assertFalse(i.channel.isActive(), "silent initiator dropped");
+        }
+    }
+
+    @Test
+    void loginThatNeverFinishesTimesOut() {
+        IscsiServerSettings settings = IscsiTestInitiator.settings().loginTimeout(java.time.Duration.ofSeconds(3)).build();
+        try (IscsiTestInitiator i = IscsiTestInitiator.withMemoryLun(settings)) {
+            i.channel.freezeTime();
+            i.login(0, false, 0, "InitiatorName=" + IscsiTestInitiator.INITIATOR_IQN,
+                    "TargetName=" + IscsiTestInitiator.TARGET_IQN, "AuthMethod=None");
+            i.channel.advanceTimeBy(4, java.util.concurrent.TimeUnit.SECONDS);
+            i.channel.runScheduledPendingTasks();
+            assertFalse(i.channel.isActive());
         }
     }
 }

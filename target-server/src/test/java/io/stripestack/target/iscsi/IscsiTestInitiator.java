@@ -58,6 +58,10 @@ final class IscsiTestInitiator implements AutoCloseable {
 
     final EmbeddedChannel channel;
     final ServerContext server;
+    final TrackingAllocator allocator = new TrackingAllocator();
+    /** Commands handed to the I/O executor and not run yet (see {@link #deferExecution}). */
+    final ArrayDeque<Runnable> deferred = new ArrayDeque<>();
+    private boolean deferExecution;
     final MemoryBlockDevice device;
     private final ArrayDeque<Response> received = new ArrayDeque<>();
     private ByteBuf pending = Unpooled.buffer();
@@ -72,11 +76,18 @@ final class IscsiTestInitiator implements AutoCloseable {
     }
 
     private IscsiTestInitiator(IscsiServerSettings settings, List<IscsiTargetDefinition> targets, MemoryBlockDevice device) {
-        this.server = new ServerContext(settings, targets, Runnable::run);
+        this.server = new ServerContext(settings, targets, this::execute);
         this.device = device;
         PduDecoder decoder = new PduDecoder();
         PduEncoder encoder = new PduEncoder();
-        this.channel = new EmbeddedChannel(decoder, encoder, new IscsiConnection(server, decoder, encoder));
+        this.channel = new EmbeddedChannel(false, false);
+        channel.config().setAllocator(allocator);
+        channel.pipeline().addLast(decoder, encoder, new IscsiConnection(server, decoder, encoder));
+        try {
+            channel.register();
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     /** A target over a 16 MiB memory LUN 0 with default settings. */
@@ -96,6 +107,26 @@ final class IscsiTestInitiator implements AutoCloseable {
 
     static IscsiServerSettings.Builder settings() {
         return IscsiServerSettings.builder().nopInInterval(java.time.Duration.ZERO);
+    }
+
+    private void execute(Runnable command) {
+        if (deferExecution) {
+            deferred.add(command);
+        } else {
+            command.run();
+        }
+    }
+
+    /** From now on commands wait in {@link #deferred} until {@link #runDeferred()}: "slow device". */
+    void deferExecution() {
+        deferExecution = true;
+    }
+
+    void runDeferred() {
+        for (Runnable r; (r = deferred.poll()) != null; ) {
+            r.run();
+        }
+        channel.runPendingTasks();
     }
 
     // ------------------------------------------------------------------ building requests
@@ -316,9 +347,13 @@ final class IscsiTestInitiator implements AutoCloseable {
         return m;
     }
 
+    /** Closes the connection and proves that no buffer the target allocated is left referenced. */
     @Override
     public void close() {
         channel.finishAndReleaseAll();
+        runDeferred();
+        channel.runPendingTasks();
         pending.release();
+        allocator.assertAllReleased();
     }
 }
