@@ -110,7 +110,7 @@ class CryptoBlockDeviceTest {
     private static void randomIo(BlockDevice crypt, byte[] model, int base, int region, int sectorSize, Random random)
             throws Exception {
         int maxSectors = region / sectorSize;
-        for (int op = 0; op < 60; op++) {
+        for (int op = 0; op < 40; op++) {
             int sectors = switch (random.nextInt(10)) {
                 case 0 -> Math.min(maxSectors, (5 * MIB) / sectorSize); // beyond the 4 MiB write buffer
                 case 1, 2 -> Math.min(maxSectors, 1 + random.nextInt((512 * 1024) / sectorSize)); // split across cores

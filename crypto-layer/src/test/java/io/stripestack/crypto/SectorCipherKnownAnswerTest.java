@@ -42,7 +42,7 @@ class SectorCipherKnownAnswerTest {
         Random random = new Random(specText.hashCode() * 31L + keyBytes + sectorSize + firstSector);
         byte[] key = new byte[keyBytes];
         random.nextBytes(key);
-        int sectors = 3;
+        int sectors = 2;
         byte[] plain = new byte[sectors * sectorSize];
         random.nextBytes(plain);
 
