@@ -121,14 +121,6 @@ public final class LogicalUnit {
         return modePages.writeCacheEnabled();
     }
 
-    int blockSize() {
-        return blockSize;
-    }
-
-    long blockCount() {
-        return blockCount;
-    }
-
     int optimalGranularityBlocks() {
         return granularityBlocks;
     }
@@ -203,14 +195,15 @@ public final class LogicalUnit {
             case Opcodes.VERIFY_10 -> verify(cmd, cdb, Cdb.u32(cdb, 2), Cdb.u16(cdb, 7), 7);
             case Opcodes.VERIFY_12 -> verify(cmd, cdb, Cdb.u32(cdb, 2), Cdb.u32(cdb, 6), 6);
             case Opcodes.VERIFY_16 -> verify(cmd, cdb, Cdb.u64(cdb, 2), Cdb.u32(cdb, 10), 10);
-            case Opcodes.SYNCHRONIZE_CACHE_10 -> synchronizeCache(cmd, Cdb.u32(cdb, 2), Cdb.u16(cdb, 7), 7);
-            case Opcodes.SYNCHRONIZE_CACHE_16 -> synchronizeCache(cmd, Cdb.u64(cdb, 2), Cdb.u32(cdb, 10), 10);
+            case Opcodes.SYNCHRONIZE_CACHE_10 -> synchronizeCache(cmd, Cdb.u32(cdb, 2), Cdb.u16(cdb, 7));
+            case Opcodes.SYNCHRONIZE_CACHE_16 -> synchronizeCache(cmd, Cdb.u64(cdb, 2), Cdb.u32(cdb, 10));
             case Opcodes.WRITE_SAME_10 -> writeSame(cmd, cdb, Cdb.u32(cdb, 2), Cdb.u16(cdb, 7), 7, false);
             case Opcodes.WRITE_SAME_16 -> writeSame(cmd, cdb, Cdb.u64(cdb, 2), Cdb.u32(cdb, 10), 10, (cdb[1] & 0x01) != 0);
             case Opcodes.UNMAP -> unmap(cmd, cdb);
             case Opcodes.COMPARE_AND_WRITE -> compareAndWrite(cmd, cdb);
-            case Opcodes.START_STOP_UNIT -> cmd.complete(null);
-            case Opcodes.PREVENT_ALLOW_MEDIUM_REMOVAL -> preventAllowMediumRemoval(cmd, cdb);
+            case Opcodes.START_STOP_UNIT -> startStopUnit(cmd, cdb);
+            // The medium is not removable (RMB=0): SBC-3 lets such a unit accept PREVENT ALLOW as a no-op.
+            case Opcodes.PREVENT_ALLOW_MEDIUM_REMOVAL -> cmd.complete(null);
             case Opcodes.RESERVE_6, Opcodes.RESERVE_10 -> reservations.reserve(cmd, cdb);
             case Opcodes.RELEASE_6, Opcodes.RELEASE_10 -> reservations.release(cmd, cdb);
             case Opcodes.PERSISTENT_RESERVE_IN -> reservations.persistentReserveIn(cmd, cdb);
@@ -288,8 +281,16 @@ public final class LogicalUnit {
         respond(cmd, d, (int) Math.min(Cdb.u32(cdb, 10), Integer.MAX_VALUE));
     }
 
-    private void preventAllowMediumRemoval(ScsiCommand cmd, byte[] cdb) {
-        // The medium is not removable (RMB=0); SBC-3 lets such a device accept the command as a no-op.
+    /**
+     * The medium is always spinning and cannot be ejected, so only one part of START STOP UNIT has an
+     * effect: stopping (START=0) without NO_FLUSH makes cached writes durable first (SBC-3 5.25).
+     */
+    private void startStopUnit(ScsiCommand cmd, byte[] cdb) {
+        boolean start = (cdb[4] & 0x01) != 0;
+        boolean noFlush = (cdb[4] & 0x04) != 0;
+        if (!start && !noFlush) {
+            flush();
+        }
         cmd.complete(null);
     }
 
@@ -421,7 +422,7 @@ public final class LogicalUnit {
         ByteBuf data = requireDataOut(cmd, bytes);
         writeShared(cmd, lba, blocks, data, data.readerIndex(), bytes);
         if (fua || !modePages.writeCacheEnabled()) {
-            flush(lba);
+            flush();
         }
         cmd.complete(null);
     }
@@ -440,7 +441,7 @@ public final class LogicalUnit {
         ByteBuf data = requireDataOut(cmd, bytes);
         writeShared(cmd, lba, blocks, data, data.readerIndex(), bytes);
         // Verification must see the medium, not a volatile cache: flush first, then read back and compare.
-        flush(lba);
+        flush();
         compareWithMedium(cmd, lba, blocks, data, data.readerIndex());
         cmd.complete(null);
     }
@@ -477,9 +478,9 @@ public final class LogicalUnit {
         cmd.complete(null);
     }
 
-    private void synchronizeCache(ScsiCommand cmd, long lba, long blocks, int lengthByte) {
+    private void synchronizeCache(ScsiCommand cmd, long lba, long blocks) {
         checkRange(lba, blocks);
-        flush(lba);
+        flush();
         cmd.complete(null);
     }
 
@@ -521,7 +522,7 @@ public final class LogicalUnit {
             writeOrder.unlockRead(stamp);
         }
         if (!modePages.writeCacheEnabled()) {
-            flush(lba);
+            flush();
         }
         cmd.complete(null);
     }
@@ -542,7 +543,7 @@ public final class LogicalUnit {
             long done = 0;
             while (done < blocks) {
                 int n = (int) Math.min(chunkBlocks, blocks - done);
-                device.write((lba + done) * blockSize, pattern.nioBuffer(0, n * blockSize));
+                device.write((lba + done) * blockSize, pattern.internalNioBuffer(0, n * blockSize));
                 done += n;
             }
         } finally {
@@ -629,7 +630,7 @@ public final class LogicalUnit {
             writeOrder.unlockWrite(stamp);
         }
         if ((cdb[1] & 0x08) != 0 || !modePages.writeCacheEnabled()) {
-            flush(lba);
+            flush();
         }
         cmd.complete(null);
     }
@@ -726,7 +727,7 @@ public final class LogicalUnit {
         }
     }
 
-    private void flush(long lba) {
+    private void flush() {
         try {
             device.flush();
         } catch (IOException e) {

@@ -11,13 +11,11 @@ final class SenseException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
     static final int NO_SENSE = 0x0;
-    static final int NOT_READY = 0x2;
     static final int MEDIUM_ERROR = 0x3;
     static final int HARDWARE_ERROR = 0x4;
     static final int ILLEGAL_REQUEST = 0x5;
     static final int UNIT_ATTENTION = 0x6;
     static final int DATA_PROTECT = 0x7;
-    static final int ABORTED_COMMAND = 0xB;
     static final int MISCOMPARE = 0xE;
 
     /** Fixed-format sense data length: 8 header bytes plus an ADDITIONAL SENSE LENGTH of 10. */
@@ -105,18 +103,6 @@ final class SenseException extends RuntimeException {
             sks |= 0x080000 | (bit & 0x7) << 16;
         }
         return sks;
-    }
-
-    int senseKey() {
-        return senseKey;
-    }
-
-    int asc() {
-        return asc;
-    }
-
-    int ascq() {
-        return ascq;
     }
 
     /** Fixed-format sense data (SPC-4 4.5.3). */

@@ -21,18 +21,11 @@ final class UnitAttentions {
     static final int RESERVATIONS_RELEASED = 0x2A04;
     /** REGISTRATIONS PREEMPTED. */
     static final int REGISTRATIONS_PREEMPTED = 0x2A05;
-    /** REPORTED LUNS DATA HAS CHANGED. */
-    static final int REPORTED_LUNS_CHANGED = 0x3F0E;
 
     /** Conditions beyond this many per nexus are dropped; SAM lets a device server keep only some. */
     private static final int CAPACITY = 8;
 
     private final ConcurrentHashMap<String, Queue> byNexus = new ConcurrentHashMap<>();
-
-    /** Starts tracking {@code nexus} (idempotent), so that conditions raised for "every nexus" reach it. */
-    void track(String nexus) {
-        queue(nexus);
-    }
 
     void forget(String nexus) {
         byNexus.remove(nexus);

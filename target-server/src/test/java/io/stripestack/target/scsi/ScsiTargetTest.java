@@ -146,8 +146,13 @@ class ScsiTargetTest {
     @Test
     void startStopAndPreventAllowAreAcceptedOnANonRemovableUnit() {
         try (ScsiHarness h = new ScsiHarness(unit("a"))) {
+            long flushes = h.unit.device().stats().flushOps();
             h.run(cdb(0x1B, 0, 0, 0, 0x01, 0)).assertGood();
+            assertEquals(flushes, h.unit.device().stats().flushOps(), "START does not flush");
+            h.run(cdb(0x1B, 0, 0, 0, 0x04, 0)).assertGood();
+            assertEquals(flushes, h.unit.device().stats().flushOps(), "STOP with NO_FLUSH does not flush");
             h.run(cdb(0x1B, 0, 0, 0, 0x00, 0)).assertGood();
+            assertEquals(flushes + 1, h.unit.device().stats().flushOps(), "STOP flushes the cache");
             h.run(cdb(0x1E, 0, 0, 0, 0x00, 0)).assertGood();
             h.run(cdb(0x1E, 0, 0, 0, 0x01, 0)).assertGood();
             h.run(read10(0, 1)).assertGood();
