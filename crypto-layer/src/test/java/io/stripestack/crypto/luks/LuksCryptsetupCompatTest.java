@@ -14,6 +14,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.stripestack.blockdev.FileBlockDevice;
 import io.stripestack.crypto.CryptSpec;
+import io.stripestack.crypto.CryptoBlockDevice;
 import io.stripestack.crypto.SectorCipher;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -266,6 +267,37 @@ class LuksCryptsetupCompatTest {
             byte[] expected = openssl(plain, "-aes-256-cbc", "-K", hex.formatHex(volume.volumeKey()), "-iv", hex.formatHex(iv));
             assertArrayEquals(expected, data.array());
         }
+    }
+
+    /**
+     * End to end through cryptsetup's own sector encryption: {@code cryptsetup reencrypt --encrypt} (offline, in
+     * user space) turns a plaintext file into a LUKS2 device, moving the data behind a new header; the crypto
+     * layer, configured only from what {@link LuksVolume} unlocks from that header, reads the plaintext back.
+     */
+    @ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"aes-xts-plain64/512/4096", "aes-cbc-essiv:sha256/256/512"})
+    void payloadEncryptedByCryptsetupReadsBackThroughTheUnlockedHeader(String variant) throws Exception {
+        String[] parts = variant.split("/");
+        byte[] plain = new byte[1 << 20];
+        new Random(11).nextBytes(plain);
+        try (FileBlockDevice device = FileBlockDevice.create(image, FILE_BYTES, 512)) {
+            device.write(0, ByteBuffer.wrap(plain));
+        }
+        runOk("cryptsetup", "reencrypt", "--encrypt", "--force-offline-reencrypt", "--type", "luks2",
+                "--reduce-device-size", "4M", "--luks2-metadata-size", "16k", "--luks2-keyslots-size", "1M",
+                "--cipher", parts[0], "--key-size", parts[1], "--sector-size", parts[2], "--pbkdf", "pbkdf2",
+                "--pbkdf-force-iterations", "1000", "--key-file", passFile.toString(), "--batch-mode", image.toString());
+        FileBlockDevice below = FileBlockDevice.open(image, 512, false, true);
+        ByteBuffer read = ByteBuffer.allocate(plain.length);
+        try (LuksVolume volume = LuksVolume.unlock(below, passFile, LuksVolume.SecretFile.KEY_FILE);
+             CryptoBlockDevice crypto = new CryptoBlockDevice("crypt-test", below,
+                     SectorCipher.create(CryptSpec.parse(volume.cipherSpec()), volume.volumeKey(), volume.sectorSize(), false),
+                     volume.payloadOffsetSectors(), 0, false)) {
+            assertEquals(parts[0], volume.cipherSpec());
+            assertEquals(Integer.parseInt(parts[2]), volume.sectorSize());
+            crypto.read(0, read);
+        }
+        assertArrayEquals(plain, read.array());
     }
 
     private byte[] openssl(byte[] input, String... args) throws Exception {
