@@ -23,7 +23,7 @@ import org.bouncycastle.crypto.digests.RIPEMD160Digest;
  *       bytes are the key, unhashed. A file shorter than the key is refused here (cryptsetup would pad it
  *       with zeros, which only ever hides a mistake). A file group or others can read is refused with the
  *       {@code chmod} that fixes it: the key decrypts the whole volume.</li>
- *   <li>Passphrase with {@code --hash H}: round {@code r} (from 0) hashes {@code r} bytes 'A' followed by the
+ *   <li>Passphrase (typed, or the first line of a passphrase file) with {@code --hash H}: round {@code r} (from 0) hashes {@code r} bytes 'A' followed by the
  *       passphrase; the digests are concatenated and cut to the key size. {@code H:n} hashes only {@code n}
  *       key bytes and zero-fills the rest; {@code plain} takes the passphrase bytes themselves.</li>
  * </ul>
@@ -56,6 +56,51 @@ public final class PlainModeKeys {
                     + " /dev/urandom > " + keyFile + "' or lower the key size");
         }
         return key;
+    }
+
+    /** Longest passphrase file accepted; a passphrase is typed, not a blob. */
+    static final int MAX_PASSPHRASE_FILE = 8192;
+
+    /**
+     * Reads a passphrase file and hashes its passphrase into a key as {@link #hashPassphrase} does. The
+     * passphrase is the file's first line without its line ending ({@code \n} or {@code \r\n}): what typing it
+     * at cryptsetup's prompt, or {@code echo secret | cryptsetup open --type plain ...}, gives. (A
+     * {@code --key-file} is different: cryptsetup does not hash it; use {@link #readKeyFile}.)
+     *
+     * @throws IOException naming the file when it cannot be read, is readable by group or others (with the
+     *                     chmod fix), is empty, or is longer than {@value #MAX_PASSPHRASE_FILE} bytes
+     */
+    public static byte[] keyFromPassphraseFile(Path passphraseFile, String hash, int keyBytes) throws IOException {
+        checkPrivate(passphraseFile);
+        byte[] content;
+        try (InputStream in = Files.newInputStream(passphraseFile)) {
+            content = in.readNBytes(MAX_PASSPHRASE_FILE + 1);
+        }
+        byte[] passphrase = null;
+        try {
+            if (content.length > MAX_PASSPHRASE_FILE) {
+                throw new IOException("passphrase file " + passphraseFile + " is longer than " + MAX_PASSPHRASE_FILE
+                        + " bytes; for a binary key use key_file (cryptsetup --key-file) instead");
+            }
+            int end = 0;
+            while (end < content.length && content[end] != '\n') {
+                end++;
+            }
+            if (end > 0 && end < content.length && content[end - 1] == '\r') {
+                end--;
+            }
+            if (end == 0) {
+                throw new IOException("passphrase file " + passphraseFile + " has an empty first line; "
+                        + "write the passphrase on its first line");
+            }
+            passphrase = Arrays.copyOf(content, end);
+            return hashPassphrase(passphrase, hash, keyBytes);
+        } finally {
+            Arrays.fill(content, (byte) 0);
+            if (passphrase != null) {
+                Arrays.fill(passphrase, (byte) 0);
+            }
+        }
     }
 
     /**

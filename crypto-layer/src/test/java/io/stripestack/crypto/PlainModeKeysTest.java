@@ -100,6 +100,21 @@ class PlainModeKeysTest {
         assertThrows(IOException.class, () -> PlainModeKeys.readKeyFile(file, 32));
     }
 
+    @Test
+    void passphraseFileFirstLineIsHashed() throws Exception {
+        byte[] expected = sha("SHA-256", "correct horse");
+        for (String content : new String[] {"correct horse", "correct horse\n", "correct horse\r\nsecond line\n"}) {
+            Path file = privateFile("pass.txt", content.getBytes(StandardCharsets.UTF_8));
+            assertArrayEquals(expected, PlainModeKeys.keyFromPassphraseFile(file, "sha256", 32), content);
+        }
+        Path empty = privateFile("empty.txt", "\nsecret\n".getBytes(StandardCharsets.UTF_8));
+        IOException e = assertThrows(IOException.class, () -> PlainModeKeys.keyFromPassphraseFile(empty, "sha256", 32));
+        assertTrue(e.getMessage().contains(empty.toString()), e.getMessage());
+        Path open = privateFile("open.txt", "secret".getBytes(StandardCharsets.UTF_8));
+        Files.setPosixFilePermissions(open, PosixFilePermissions.fromString("rw----r--"));
+        assertThrows(IOException.class, () -> PlainModeKeys.keyFromPassphraseFile(open, "sha256", 32));
+    }
+
     private Path privateFile(String name, byte[] content) throws IOException {
         Path file = dir.resolve(name);
         Files.write(file, content);
