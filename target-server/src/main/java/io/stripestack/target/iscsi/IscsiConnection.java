@@ -163,6 +163,16 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         context.fireChannelInactive();
     }
 
+    /**
+     * Back-pressure: while the socket cannot take more (an initiator reading slowly), stop reading
+     * new commands so queued Data-In cannot grow without bound.
+     */
+    @Override
+    public void channelWritabilityChanged(ChannelHandlerContext context) {
+        context.channel().config().setAutoRead(context.channel().isWritable());
+        context.fireChannelWritabilityChanged();
+    }
+
     @Override
     public void exceptionCaught(ChannelHandlerContext context, Throwable cause) {
         log.warn("{}: closing the connection after an error: {}", remote(), cause.toString());

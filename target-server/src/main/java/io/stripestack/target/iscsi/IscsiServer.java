@@ -88,8 +88,11 @@ public final class IscsiServer implements AutoCloseable {
             try {
                 serverChannels.add(bootstrap.bind(address).syncUninterruptibly().channel());
             } catch (Exception e) {
-                shutdownGroups();
+                for (Channel bound : serverChannels) {
+                    bound.close().syncUninterruptibly();
+                }
                 serverChannels.clear();
+                shutdownGroups();
                 throw new IOException("iSCSI: cannot listen on " + address + " (" + e.getMessage()
                         + "): free the port or change the bind address", e);
             }
