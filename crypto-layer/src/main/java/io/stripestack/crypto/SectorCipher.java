@@ -27,8 +27,8 @@ import javax.crypto.spec.SecretKeySpec;
  *
  * <p><b>How.</b> XTS is built here on {@code AES/ECB/NoPadding} (IEEE 1619: tweak = AES-K2(IV), each block
  * XORed with the tweak before and after AES-K1, tweak times alpha per block); all tweaks of a chunk come from
- * one ECB call and all its data from another. CBC runs one {@code AES/CBC/NoPadding} cipher per thread,
- * initialised once and never re-initialised: encryption XORs each sector's first plaintext block with its IV
+ * one ECB call and all its data from another. CBC runs an encrypting and a decrypting
+ * {@code AES/CBC/NoPadding} cipher per thread, initialised once and never re-initialised: encryption XORs each sector's first plaintext block with its IV
  * and with the cipher's running chaining block, which turns the running chain into a fresh per-sector IV;
  * decryption runs a whole chunk through one call and corrects each sector's first block afterwards. ESSIV IVs
  * of a chunk are one ECB call under SHA-x(volume key).
