@@ -189,6 +189,23 @@ class CryptoBlockDeviceTest {
     }
 
     @Test
+    void misalignmentIsLoggedWithTheAligningOffset() {
+        Geometry raid = new Geometry(64 * 1024, 192 * 1024, 0, 0);
+        java.io.PrintStream stderr = System.err;
+        java.io.ByteArrayOutputStream captured = new java.io.ByteArrayOutputStream();
+        System.setErr(new java.io.PrintStream(captured, true));
+        try {
+            new CryptoBlockDevice("crypt9", new StripedTestDevice(4 * MIB, 512, raid),
+                    cipher("aes-xts-plain64", 64, 4096, false, 4), 162, 0, false);
+        } finally {
+            System.setErr(stderr);
+        }
+        String log = captured.toString();
+        assertTrue(log.contains("crypt9: payload offset 162 sectors") && log.contains("misaligned")
+                && log.contains("Use offset 384 sectors"), log);
+    }
+
+    @Test
     void geometryNeverGoesBelowTheCryptoSector() {
         Geometry g = CryptoBlockDevice.geometryAbove(Geometry.simple(512), 0, 4096);
         assertEquals(new Geometry(4096, 4096, 0, 0), g);
