@@ -127,6 +127,20 @@ public final class Luks2Header extends LuksHeader {
                 Arrays.copyOf(secondary, BINARY_BYTES), json, metadata);
     }
 
+    /** The offset of a secondary copy's magic at one of the places LUKS2 allows (16 KiB to 4 MiB), or -1. */
+    static long findSecondaryCopy(BlockDevice device) throws IOException {
+        for (long offset = 16 * 1024; offset <= 4L * 1024 * 1024; offset *= 2) {
+            if (offset + BINARY_BYTES > device.size()) {
+                break;
+            }
+            byte[] magic = LuksIo.read(device, offset, SECONDARY_MAGIC.length);
+            if (Arrays.equals(magic, SECONDARY_MAGIC)) {
+                return offset;
+            }
+        }
+        return -1;
+    }
+
     static boolean validHeaderSize(long size) {
         return size >= 16 * 1024 && size <= 4L * 1024 * 1024 && Long.bitCount(size) == 1;
     }

@@ -47,6 +47,9 @@ public record LuksFormatOptions(int version, String cipherSpec, int keyBytes, Lu
         if (alignPayloadSectors < 0 || payloadOffsetSectors < 0 || digestIterations < 0) {
             throw new IllegalArgumentException("alignment, payload offset and digest iterations cannot be negative");
         }
+        if (version == 1 && label != null) {
+            throw new IllegalArgumentException("LUKS1 has no label; use LUKS2 for --label");
+        }
         if (label != null && label.length() >= 48) {
             throw new IllegalArgumentException("a LUKS2 label has at most 47 characters");
         }
@@ -62,6 +65,7 @@ public record LuksFormatOptions(int version, String cipherSpec, int keyBytes, Lu
         return new LuksFormatOptions(1, "aes-xts-plain64", 0, LuksHash.SHA256, null, 0, 0, 512, null, 0);
     }
 
+    /** The data cipher and key size ({@code --cipher}, {@code --key-size}); {@code keyBits} 0 = the spec's default. */
     public LuksFormatOptions withCipher(String spec, int keyBits) {
         return new LuksFormatOptions(version, spec, keyBits / 8, hash, kdf, alignPayloadSectors, payloadOffsetSectors,
                 sectorSize, label, digestIterations);

@@ -56,6 +56,12 @@ public abstract sealed class LuksHeader implements Closeable permits Luks1Header
         }
         byte[] probe = LuksIo.read(device, 0, PROBE_BYTES);
         if (!Arrays.equals(probe, 0, MAGIC.length, MAGIC, 0, MAGIC.length)) {
+            long secondary = Luks2Header.findSecondaryCopy(device);
+            if (secondary > 0) {
+                throw new LuksHeaderException(device.name() + ": the primary LUKS2 header at byte 0 is damaged (no LUKS magic), "
+                        + "but a secondary copy exists at byte " + secondary + "; run 'cryptsetup repair " + device.name()
+                        + "' to restore the primary from it, or restore a header backup");
+            }
             throw new LuksHeaderException(device.name() + " has no LUKS header (no LUKS magic at byte 0): it is not a "
                     + "LUKS device, or its header was overwritten; restore it from a header backup "
                     + "(cryptsetup luksHeaderRestore) or format it (stripestack luks format)");

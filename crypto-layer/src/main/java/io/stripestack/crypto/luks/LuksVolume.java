@@ -33,6 +33,9 @@ public final class LuksVolume implements AutoCloseable {
         PASSPHRASE_FILE
     }
 
+    /** cryptsetup's default --keyfile-size ceiling. */
+    static final long MAX_KEY_FILE_BYTES = 8L << 20;
+
     private final String cipherSpec;
     private final VolumeKey key;
     private final long payloadOffsetSectors;
@@ -72,6 +75,10 @@ public final class LuksVolume implements AutoCloseable {
     public static byte[] readSecret(Path file, SecretFile kind) throws IOException {
         if (!Files.isRegularFile(file)) {
             throw new NoSuchFileException(file.toString(), null, "LUKS key/passphrase file does not exist or is not a regular file");
+        }
+        if (Files.size(file) > MAX_KEY_FILE_BYTES) {
+            throw new IOException("key file " + file + " has " + Files.size(file) + " bytes, more than cryptsetup's 8 MiB "
+                    + "key file limit; is it the right file?");
         }
         byte[] bytes = Files.readAllBytes(file);
         if (kind == SecretFile.KEY_FILE) {

@@ -58,7 +58,11 @@ class LuksCorruptionTest {
     void luks2BadMagicChecksumAndJsonBytesAreRefused() throws IOException {
         MemoryBlockDevice device = luks2();
         flip(device, 1, 0x01);
+        assertMentions(refusal(device), "primary LUKS2 header at byte 0 is damaged", "secondary copy exists at byte 16384",
+                "cryptsetup repair");
+        flip(device, HDR + 1, 0x01);
         assertMentions(refusal(device), "no LUKS header", "header backup");
+        flip(device, HDR + 1, 0x01);
         flip(device, 1, 0x01);
 
         flip(device, HDR + 2, 0x20);

@@ -165,7 +165,7 @@ class LuksCryptsetupCompatTest {
         String expected = layoutLines(runOk("cryptsetup", "luksDump", image.toString()));
         Files.delete(image);
         try (FileBlockDevice device = FileBlockDevice.create(image, FILE_BYTES, 512)) {
-            LuksFormatter.format(device, ours.withKdf(ours.version() == 1 ? CHEAP_PBKDF2 : CHEAP_PBKDF2), pass);
+            LuksFormatter.format(device, ours.withKdf(CHEAP_PBKDF2), pass);
         }
         assertEquals(expected, layoutLines(runOk("cryptsetup", "luksDump", image.toString())));
     }
@@ -206,6 +206,22 @@ class LuksCryptsetupCompatTest {
             assertEquals(List.of(2), header.activeKeyslots());
             assertThrowsPassphrase(header, Files.readAllBytes(cryptsetupKey));
             header.unlock(ours, oursFile.toString()).close();
+        }
+    }
+
+    /** The advice in the refusal works: cryptsetup repair restores a damaged primary copy from the secondary. */
+    @Test
+    void damagedPrimaryCopyIsRefusedAndCryptsetupRepairFixesIt() throws Exception {
+        try (FileBlockDevice device = FileBlockDevice.create(image, FILE_BYTES, 512)) {
+            LuksFormatter.format(device, cheap(LuksFormatOptions.luks2()), pass);
+            LuksTestSupport.flip(device, 4096 + 100, 0x01); // primary JSON
+        }
+        LuksHeaderException e = org.junit.jupiter.api.Assertions.assertThrows(LuksHeaderException.class,
+                () -> LuksHeader.open(image, false));
+        assertTrue(e.getMessage().contains("checksum mismatch") && e.getMessage().contains("cryptsetup repair"), e.getMessage());
+        runOk("cryptsetup", "repair", "--batch-mode", image.toString());
+        try (LuksHeader header = LuksHeader.open(image, false)) {
+            header.unlock(pass, passFile.toString()).close();
         }
     }
 

@@ -95,7 +95,7 @@ class LuksHeaderTest {
         byte[] second = bytes("second passphrase");
         int slot;
         try (VolumeKey key = header.unlock(PASS, "first")) {
-            slot = header.addKeyslot(key, second, version == 1 ? CHEAP_PBKDF2 : CHEAP_PBKDF2);
+            slot = header.addKeyslot(key, second, version == 1 ? CHEAP_PBKDF2 : CHEAP_ARGON2);
         }
         assertEquals(1, slot);
         LuksHeader reread = LuksHeader.read(device);
