@@ -289,6 +289,7 @@ public final class Raid5Array implements BlockDevice {
     public void read(long offset, ByteBuffer dst) throws IOException {
         int length = dst.remaining();
         BlockDevice.checkRange(this, offset, length);
+        checkOpen();
         long start = stats.startIo();
         try {
             if (length > 0) {
@@ -306,6 +307,7 @@ public final class Raid5Array implements BlockDevice {
     public void write(long offset, ByteBuffer src) throws IOException {
         int length = src.remaining();
         BlockDevice.checkRange(this, offset, length);
+        checkOpen();
         long start = stats.startIo();
         try {
             Context ctx = contexts.get();
@@ -338,6 +340,11 @@ public final class Raid5Array implements BlockDevice {
     /** Flushes every active member (data and parity); a member whose flush fails is marked faulty. */
     @Override
     public void flush() throws IOException {
+        checkOpen();
+        flushMembers();
+    }
+
+    private void flushMembers() throws IOException {
         stats.countFlush();
         checkUsable(0, true);
         for (Member m : roles) {
@@ -362,7 +369,7 @@ public final class Raid5Array implements BlockDevice {
         IOException first = null;
         try {
             if (!failed) {
-                flush();
+                flushMembers();
                 synchronized (stateLock) {
                     writeSuperblocksLocked(true);
                 }
@@ -1176,6 +1183,13 @@ public final class Raid5Array implements BlockDevice {
 
     // ----------------------------------------------------------------------------------------- health
 
+    /** I/O after close would fail on the closed members and must not be mistaken for member failures. */
+    private void checkOpen() throws IOException {
+        if (closed) {
+            throw new java.nio.channels.ClosedChannelException();
+        }
+    }
+
     private void checkUsable(long offset, boolean write) throws MediumErrorException {
         if (failed) {
             throw new MediumErrorException(name + ": array has failed (" + describeFaulty()
@@ -1294,23 +1308,28 @@ public final class Raid5Array implements BlockDevice {
             need = new long[members][words];
         }
 
+        /** Page-aligned (members may be opened with O_DIRECT), native order. */
+        private ByteBuffer alignedChunk() {
+            return ByteBuffer.allocateDirect(chunk + StripeCache.PAGE).alignedSlice(StripeCache.PAGE).order(NATIVE);
+        }
+
         ByteBuffer parity() {
             if (parity == null) {
-                parity = ByteBuffer.allocateDirect(chunk).order(NATIVE);
+                parity = alignedChunk();
             }
             return parity.clear();
         }
 
         ByteBuffer scratch() {
             if (scratch == null) {
-                scratch = ByteBuffer.allocateDirect(chunk).order(NATIVE);
+                scratch = alignedChunk();
             }
             return scratch.clear();
         }
 
         ByteBuffer accumulator() {
             if (accumulator == null) {
-                accumulator = ByteBuffer.allocateDirect(chunk).order(NATIVE);
+                accumulator = alignedChunk();
             }
             return accumulator.clear();
         }

@@ -25,6 +25,7 @@ import java.util.Arrays;
  */
 final class StripeCache {
     static final int BLOCK = 512;
+    static final int PAGE = 4096;
     static final int MIN_ROWS = 1;
     static final int MAX_ROWS = 32768;
 
@@ -281,7 +282,8 @@ final class StripeCache {
         /** Chunk {@code index}'s buffer (native order, position 0), allocating the row buffer on first use. */
         ByteBuffer chunk(int index) {
             if (buffer == null) {
-                buffer = ByteBuffer.allocateDirect(members * chunkBytes).order(ByteOrder.nativeOrder());
+                // Page-aligned so that members opened with O_DIRECT accept reads and writes into it.
+                buffer = ByteBuffer.allocateDirect(members * chunkBytes + PAGE).alignedSlice(PAGE);
                 for (int i = 0; i < members; i++) {
                     chunkViews[i] = buffer.slice(i * chunkBytes, chunkBytes).order(ByteOrder.nativeOrder());
                 }

@@ -153,7 +153,7 @@ public abstract class Xor {
     static final Xor LONG_4SRC = new FixedArity(4);
 
     /** Every candidate, in the order they are measured. */
-    static List<Xor> candidates() {
+    public static List<Xor> candidates() {
         return List.of(BYTE_LOOP, LONG_PER_SOURCE, LONG_2SRC, LONG_3SRC, LONG_4SRC);
     }
 

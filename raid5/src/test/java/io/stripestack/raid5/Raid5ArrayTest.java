@@ -491,6 +491,16 @@ class Raid5ArrayTest {
     }
 
     @Test
+    void ioAfterCloseIsRefusedWithoutFailingMembers() throws Exception {
+        List<BlockDevice> members = memoryMembers(3, 4096, 4);
+        Raid5Array array = create(members, 4096, Raid5Layout.LEFT_SYMMETRIC, 4);
+        array.close();
+        assertThrows(java.nio.channels.ClosedChannelException.class, () -> array.write(0, ByteBuffer.allocate(SECTOR)));
+        assertThrows(java.nio.channels.ClosedChannelException.class, () -> array.read(0, ByteBuffer.allocate(SECTOR)));
+        assertEquals(Raid5Status.Health.CLEAN, array.status().health());
+    }
+
+    @Test
     void resyncRepairsParityOfNonZeroMembers() throws Exception {
         int chunk = 4096;
         List<BlockDevice> members = memoryMembers(4, chunk, 6);
