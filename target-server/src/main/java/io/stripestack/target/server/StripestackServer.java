@@ -12,6 +12,7 @@ import io.stripestack.target.config.StripestackConfig.TargetConfig;
 import io.stripestack.target.control.AdminServer;
 import io.stripestack.target.control.ControlAttribute;
 import io.stripestack.target.control.ControlRegistry;
+import io.stripestack.target.control.MetricsEndpoint;
 import io.stripestack.target.iscsi.IscsiServer;
 import io.stripestack.target.iscsi.IscsiServerSettings;
 import io.stripestack.target.iscsi.IscsiTargetDefinition;
@@ -54,6 +55,7 @@ public final class StripestackServer implements Closeable {
     private ReadaheadBudget readaheadBudget;
     private IscsiServer iscsi;
     private AdminServer admin;
+    private MetricsEndpoint metrics;
     private boolean closed;
 
     private StripestackServer(StripestackConfig config) {
@@ -123,6 +125,15 @@ public final class StripestackServer implements Closeable {
         registry.setStatusReport(status::render);
         registry.setMetricsReport(status::prometheus);
         admin = new AdminServer(config.server().adminSocket(), registry);
+        Portal metricsPortal = config.server().metrics();
+        if (metricsPortal != null) {
+            metrics = new MetricsEndpoint(new InetSocketAddress(metricsPortal.host(), metricsPortal.port()), registry);
+        }
+    }
+
+    /** The Prometheus endpoint's port, or -1 when it is off. */
+    public int metricsPort() {
+        return metrics == null ? -1 : metrics.port();
     }
 
     private static String portalText(InetSocketAddress a) {
@@ -258,6 +269,9 @@ public final class StripestackServer implements Closeable {
             return;
         }
         closed = true;
+        if (metrics != null) {
+            metrics.close();
+        }
         if (admin != null) {
             closeQuietly(admin, "admin socket");
         }

@@ -45,6 +45,7 @@ class StripestackServerIntegrationTest {
                 server:
                   portals: ["127.0.0.1:0"]
                   io_threads: 8
+                  metrics: "127.0.0.1:0"
                 arrays:
                   md0:
                     members: [md0/m0.img, md0/m1.img, md0/m2.img, md0/m3.img]
@@ -129,6 +130,10 @@ class StripestackServerIntegrationTest {
             String status = AdminServer.request(socket, "status");
             assertTrue(status.contains("md0 : active raid5"), status);
             assertTrue(status.contains("[4/4] [UUUU]"), status);
+            String metrics = new String(java.net.URI.create("http://127.0.0.1:" + server.metricsPort() + "/metrics")
+                    .toURL().openStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            assertTrue(metrics.matches("(?s).*stripestack_device_counter\\{owner=\"" + IQN.replace(".", "\\.")
+                    + "/lun0\",layer=\"raid5\",counter=\"write_bytes\"} [1-9][0-9]*\n.*"), metrics);
         }
 
         for (int m = 0; m < 4; m++) {
