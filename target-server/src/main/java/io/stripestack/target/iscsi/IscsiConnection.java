@@ -50,6 +50,8 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     /** Largest Expected Data Transfer Length buffered for a write; above it the command is rejected. */
     static final int MAX_WRITE_TRANSFER = 64 << 20;
     private static final int DATA_IN_STATUS = 0x01;
+    /** Fixed-format sense: ABORTED COMMAND, DATA PHASE ERROR (4Bh/00h). */
+    private static final byte[] DATA_PHASE_ERROR_SENSE = {0x70, 0, 0x0b, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0x4b, 0, 0, 0, 0, 0};
     private static final int RESIDUAL_UNDERFLOW = 0x02;
     private static final int RESIDUAL_OVERFLOW = 0x04;
 
@@ -61,6 +63,8 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     // ---- login phase
     private LoginNegotiator login;
     private boolean loginStarted;
+    /** A final answer (failed login, logout) is on its way out: later PDUs are ignored. */
+    private boolean closing;
     private ByteBuf loginText;
     private long isid;
     private boolean fullFeature;
@@ -191,7 +195,9 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         try {
             lastReceiveNanos = ctx.executor().ticker().nanoTime();
             pingOutstanding = false;
-            if (!fullFeature) {
+            if (closing) {
+                return;
+            } else if (!fullFeature) {
                 loginPhase(pdu);
             } else if (pdu.rejectReason() != 0) {
                 sendReject(pdu.header(), pdu.rejectReason());
@@ -305,7 +311,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         }
         if (continues) {
             // the initiator's text continues in the next request: acknowledge with an empty response
-            sendLoginResponse(h, 0, LoginNegotiator.STATUS_SUCCESS, null, currentStage, 0);
+            sendLoginResponse(h, currentStage << 2, LoginNegotiator.STATUS_SUCCESS, null, currentStage, 0);
             return;
         }
         Map<String, String> keys = loginText == null ? Map.of() : TextParameters.parse(loginText);
@@ -391,6 +397,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     }
 
     private void closeAfterFlush() {
+        closing = true;
         ctx.writeAndFlush(ctx.alloc().buffer(0)).addListener(ChannelFutureListener.CLOSE);
     }
 
@@ -524,14 +531,11 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
             sendReject(h, Bhs.REJECT_PROTOCOL_ERROR);
             return;
         }
-        if (h.getInt(Bhs.OFF_DATA_SN) != task.expectedDataSn) {
-            // ErrorRecoveryLevel 0 cannot ask for the missing PDU again: the session fails
-            log.warn("{}: Data-Out DataSN {} where {} was due (ITT 0x{}); closing the connection", remote(),
+        if (h.getInt(Bhs.OFF_DATA_SN) != task.expectedDataSn && !task.dataSequenceError) {
+            // ErrorRecoveryLevel 0 cannot ask for the PDU again: the command fails, the session lives on
+            log.info("{}: Data-Out DataSN {} where {} was due (ITT 0x{}); the command will fail", remote(),
                     h.getInt(Bhs.OFF_DATA_SN), task.expectedDataSn, Integer.toHexString(task.itt));
-            sendReject(h, Bhs.REJECT_PROTOCOL_ERROR);
-            ctx.flush();
-            ctx.close();
-            return;
+            task.dataSequenceError = true;
         }
         task.dataOut.setBytes(offset, data, data.readerIndex(), length);
         task.bytesReceived += length;
@@ -584,6 +588,13 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
                 task.writeBit, task.taskAttribute, task.dataOut, ctx.alloc());
         task.state = IscsiTask.State.EXECUTING;
         executing++;
+        if (task.dataSequenceError) {
+            // the data cannot be trusted: never executed, answered ABORTED COMMAND / DATA PHASE ERROR
+            task.command.checkCondition(DATA_PHASE_ERROR_SENSE.clone());
+            task.state = IscsiTask.State.DONE;
+            taskExecuted(task);
+            return;
+        }
         try {
             server.ioExecutor.execute(task);
         } catch (RejectedExecutionException e) {
@@ -980,7 +991,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     private void sendLogoutResponse() {
         logoutPending = false;
         sendLogoutHeader(0);
-        ctx.writeAndFlush(ctx.alloc().buffer(0)).addListener(ChannelFutureListener.CLOSE);
+        closeAfterFlush();
     }
 
     private void sendLogoutHeader(int response) {

@@ -46,6 +46,8 @@ final class IscsiTask implements Runnable {
     int r2tSn;
     /** DataSN the next Data-Out must carry: counts within each sequence (unsolicited burst or R2T). */
     int expectedDataSn;
+    /** A Data-Out arrived with the wrong DataSN: the command is answered with an error, never executed. */
+    boolean dataSequenceError;
     /** Set by task management: the response is suppressed, buffers released. */
     boolean aborted;
     /** Task management requests waiting for this task to end. */

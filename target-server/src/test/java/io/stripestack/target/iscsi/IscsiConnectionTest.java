@@ -423,4 +423,27 @@ class IscsiConnectionTest {
             assertFalse(i.channel.isActive());
         }
     }
+
+    @Test
+    void wrongDataSnFailsTheCommandWithoutWritingAndKeepsTheSession() {
+        try (IscsiTestInitiator i = IscsiTestInitiator.withMemoryLun(IscsiTestInitiator.settings().build())) {
+            i.loginNormal("InitialR2T=Yes", "ImmediateData=No", "MaxRecvDataSegmentLength=512");
+            int write = i.scsiCommand(IscsiTestInitiator.write10(100, 2), 1024, false, true, null, true);
+            Response r2t = i.next();
+            assertEquals(Bhs.OP_R2T, r2t.opcode());
+            byte[] ones = new byte[512];
+            Arrays.fill(ones, (byte) 1);
+            i.dataOut(write, r2t.ttt(), 0, ones, 0, false);
+            i.dataOut(write, r2t.ttt(), 512, ones, 0, true); // DataSN should be 1
+            Response r = i.readResult(write).getValue();
+            assertEquals(0x02, r.byte3(), "CHECK CONDITION");
+            assertEquals(0x0b, r.data[2 + 2] & 0x0f, "ABORTED COMMAND");
+            assertEquals(0x4b, r.data[2 + 12] & 0xff, "DATA PHASE ERROR");
+            ByteBuffer stored = ByteBuffer.allocate(1024);
+            i.device.read(100 * 512, stored);
+            assertArrayEquals(new byte[1024], stored.array(), "nothing written");
+            int tag = i.scsiCommand(IscsiTestInitiator.inquiry(36), 36, true, false, null, true);
+            assertEquals(0, i.readResult(tag).getValue().byte3(), "session still works");
+        }
+    }
 }
