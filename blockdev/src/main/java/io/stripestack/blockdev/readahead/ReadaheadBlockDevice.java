@@ -30,9 +30,11 @@ import org.slf4j.LoggerFactory;
  * therefore never prefetch, and a read at least as large as {@code read_ahead_kb} prefetches nothing
  * (its own size already gives the device below the large I/O readahead would).
  *
- * <p>Serving: a read whose every segment is READY is copied from the segments (a hit); if any of its
- * segments is being loaded, it waits for that load; otherwise it goes to the device below itself (a
- * miss) and gets that device's error, if any. A failed prefetch is dropped and reported to nobody.
+ * <p>Serving: a read whose every segment is READY is copied from the segments (a hit). If all its
+ * segments are held but some are still queued, the reader takes one off the queue and fetches it itself
+ * (neither waiting behind other prefetches nor reading the blocks twice); if some are being read, it
+ * waits for them. If any is missing, it goes to the device below itself (a miss) and gets that device's
+ * error, if any. A failed prefetch is dropped and reported to nobody: its readers then miss.
  *
  * <p>Writes and discards go below first; before they return, every segment overlapping them is dropped,
  * including ones queued or being loaded, which then go back to the budget instead of being installed
@@ -306,28 +308,47 @@ public final class ReadaheadBlockDevice implements BlockDevice {
             }
             followStreams(offset, end, length);
             while (true) {
+                Segment queued = null;
                 boolean loading = false;
                 for (long i = first; i <= last; i++) {
                     Segment segment = table.get(i);
-                    if (segment == null || segment.state == Segment.State.QUEUED) {
+                    if (segment == null) {
                         dropCoveredBy(first, last, end);
                         return false;
                     }
+                    if (segment.state == Segment.State.QUEUED && queued == null) {
+                        queued = segment;
+                    }
                     loading |= segment.state == Segment.State.LOADING;
                 }
-                if (!loading) {
+                if (queued != null && prefetcher.remove(queued)) {
+                    // Fetch it on this thread rather than wait behind other prefetches or read it twice.
+                    queued.state = Segment.State.LOADING;
+                    lock.unlock();
+                    try {
+                        load(queued);
+                    } finally {
+                        lock.lock();
+                    }
+                } else if (queued != null || loading) {
+                    // A prefetch thread has taken the queued one, or is reading one: wait for it.
+                    awaitLoad(offset);
+                } else {
                     copyOut(offset, dst, length, first, last);
                     return true;
-                }
-                try {
-                    loadEnded.await();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new InterruptedIOException(name + ": interrupted while waiting for a prefetch of byte " + offset);
                 }
             }
         } finally {
             lock.unlock();
+        }
+    }
+
+    private void awaitLoad(long offset) throws InterruptedIOException {
+        try {
+            loadEnded.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new InterruptedIOException(name + ": interrupted while waiting for a prefetch of byte " + offset);
         }
     }
 
@@ -508,7 +529,10 @@ public final class ReadaheadBlockDevice implements BlockDevice {
         }
     }
 
-    /** The segment has left the table: free it now if READY, else mark it for its loader to free. */
+    /**
+     * The segment has left the table: free it now if READY, else mark it for its loader to free and wake
+     * readers waiting for it, who will now find it missing.
+     */
     private void drop(Segment segment) {
         segment.dropped = true;
         if (segment.state == Segment.State.READY) {
@@ -516,6 +540,8 @@ public final class ReadaheadBlockDevice implements BlockDevice {
                 wastedPrefetchBytes.add(segment.length);
             }
             free(segment);
+        } else {
+            loadEnded.signalAll();
         }
     }
 
@@ -539,6 +565,15 @@ public final class ReadaheadBlockDevice implements BlockDevice {
         } finally {
             lock.unlock();
         }
+        load(segment);
+    }
+
+    /**
+     * Reads a LOADING segment from below, then installs it or, if it was dropped meanwhile or failed,
+     * frees it. Called without the lock, by a prefetch thread or by a reader that took the segment off the
+     * queue.
+     */
+    private void load(Segment segment) {
         boolean loaded = readBelowInto(segment);
         lock.lock();
         try {

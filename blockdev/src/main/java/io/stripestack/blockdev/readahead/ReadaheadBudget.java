@@ -7,7 +7,7 @@ import java.util.ArrayDeque;
  * The memory every {@link ReadaheadBlockDevice} of the process prefetches into: a fixed number of
  * equal-sized direct buffers ("segments"), allocated once at construction and shared by all LUNs.
  * Pass the same budget to every readahead stage; the sum of their prefetched data never exceeds
- * {@link #totalBytes()}.
+ * {@link #totalBytes()}. Segments start on 4096-byte boundaries in memory, so they suit O_DIRECT below.
  *
  * <p>A stage that finds the budget empty skips that prefetch (and counts it); nothing ever waits for a
  * segment, so an exhausted budget costs readahead, never a foreground read's latency.
@@ -26,7 +26,7 @@ public final class ReadaheadBudget {
 
     /** Segments must hold whole 4096-byte blocks, so they suit both 512- and 4096-byte devices. */
     private static final int SEGMENT_ALIGNMENT = 4096;
-    private static final int MAX_SLAB_BYTES = 1 << 30;
+    private static final int MAX_SLAB_BYTES = 1 << 29;
 
     private final int segmentBytes;
     private final int segmentCount;
@@ -59,7 +59,9 @@ public final class ReadaheadBudget {
         int left = segmentCount;
         while (left > 0) {
             int inSlab = Math.min(perSlab, left);
-            ByteBuffer slab = ByteBuffer.allocateDirect(inSlab * segmentBytes);
+            // Page-aligned, so segments can take O_DIRECT reads from member files below.
+            ByteBuffer slab = ByteBuffer.allocateDirect(inSlab * segmentBytes + SEGMENT_ALIGNMENT)
+                    .alignedSlice(SEGMENT_ALIGNMENT);
             for (int i = 0; i < inSlab; i++) {
                 free.addLast(new Segment(slab.slice(i * segmentBytes, segmentBytes)));
             }

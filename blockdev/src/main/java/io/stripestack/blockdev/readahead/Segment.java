@@ -7,7 +7,9 @@ import java.nio.ByteBuffer;
  * segment-aligned range of that stage's device.
  *
  * <p>Life cycle: FREE (in the budget) -> QUEUED (in the stage's table and prefetch queue) -> LOADING
- * (a prefetch thread reads it from below) -> READY (its bytes may be served) -> FREE. A write, discard,
+ * (read from below by a prefetch thread, or by a reader that removed it from the queue) -> READY (its
+ * bytes may be served) -> FREE. The segment itself is the queued task, and it sits in a queue only while
+ * QUEUED, so a freed and reused segment is never still queued elsewhere. A write, discard,
  * consumption, retired stream or failed read takes it out of the table; {@link #dropped} then tells
  * whoever finishes with it (the prefetch thread for QUEUED and LOADING, the dropper for READY) to return
  * it to the budget instead of installing it. That flag is the sequence check that keeps a prefetch which

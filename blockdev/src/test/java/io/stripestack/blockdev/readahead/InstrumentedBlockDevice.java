@@ -13,8 +13,8 @@ import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * Test wrapper below a readahead stage: tells prefetch reads (from {@code readahead-*} threads) from
- * foreground reads, can slow reads down, can hold prefetch reads before or after they have read their
+ * Test wrapper below a readahead stage: records every read, tells reads on prefetch threads
+ * ({@code readahead-*}) from others, can slow reads down, can hold prefetch reads before or after they have read their
  * bytes (so a test can write while a prefetch holding old bytes is in flight, or arm a fault below for
  * the prefetch alone), and can offer a geometry of its own.
  */
@@ -23,7 +23,8 @@ final class InstrumentedBlockDevice implements BlockDevice {
     private final Geometry geometry;
     final LongAdder foregroundReads = new LongAdder();
     final LongAdder prefetchReads = new LongAdder();
-    final ConcurrentLinkedQueue<Long> prefetchOffsets = new ConcurrentLinkedQueue<>();
+    /** Every read as {offset, length}: prefetches are the segment-sized ones, whichever thread ran them. */
+    final ConcurrentLinkedQueue<long[]> reads = new ConcurrentLinkedQueue<>();
     final AtomicInteger heldPrefetches = new AtomicInteger();
     private volatile long readDelayNanos;
     private volatile CountDownLatch prefetchGate;
@@ -70,9 +71,7 @@ final class InstrumentedBlockDevice implements BlockDevice {
     public void read(long offset, ByteBuffer dst) throws IOException {
         boolean prefetch = isPrefetchThread();
         (prefetch ? prefetchReads : foregroundReads).increment();
-        if (prefetch) {
-            prefetchOffsets.add(offset);
-        }
+        reads.add(new long[] {offset, dst.remaining()});
         long delay = readDelayNanos;
         if (delay > 0) {
             LockSupport.parkNanos(delay);
