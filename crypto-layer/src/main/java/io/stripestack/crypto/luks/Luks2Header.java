@@ -49,6 +49,8 @@ public final class Luks2Header extends LuksHeader {
     static final long AREA_ALIGN = 4096;
     /** cryptsetup's ceiling for the keyslots area. */
     static final long MAX_KEYSLOTS_BYTES = 128L << 20;
+    /** cryptsetup's largest volume key (4096 bits). */
+    static final int MAX_KEY_BYTES = 512;
     /** cryptsetup refuses Argon2 memory above 4 GiB. */
     static final int MAX_ARGON2_MEMORY_KIB = 4 * 1024 * 1024;
 
@@ -291,8 +293,8 @@ public final class Luks2Header extends LuksHeader {
             } catch (NumberFormatException e) {
                 throw f.invalid("keyslot name '" + id + "' is not a number");
             }
-            if (index < 0 || index >= KEYSLOTS) {
-                throw f.invalid("keyslot " + id + " is outside 0.." + (KEYSLOTS - 1));
+            if (index < 0 || index >= KEYSLOTS || !Integer.toString(index).equals(id)) {
+                throw f.invalid("keyslot name '" + id + "' is not one of 0.." + (KEYSLOTS - 1));
             }
             Map<String, Object> k = f.map(keyslots, id);
             if (!"luks2".equals(f.string(k, "type", at))) {
@@ -300,6 +302,9 @@ public final class Luks2Header extends LuksHeader {
                         + "', not supported (only luks2; 'reencrypt' means an unfinished reencryption)");
             }
             int keyBytes = f.positive(k, "key_size", at);
+            if (keyBytes > MAX_KEY_BYTES) {
+                throw f.invalid(at + ".key_size " + keyBytes + " exceeds " + MAX_KEY_BYTES + " bytes");
+            }
             Map<String, Object> af = f.map(k, "af");
             if (!"luks1".equals(f.string(af, "type", at + ".af"))) {
                 throw f.invalid(at + ".af.type is not luks1");

@@ -188,6 +188,72 @@ class LuksCorruptionTest {
         }
     }
 
+    /**
+     * Valid-checksum JSON with one member removed or replaced by a value of the wrong type or range: refused
+     * (or, for members that do not matter, opened to the right key), never a crash.
+     */
+    @Test
+    void mutatedJsonMembersEndInARefusalOrTheRightKey() throws Exception {
+        MemoryBlockDevice pristine = luks2();
+        byte[] image = LuksIo.read(pristine, 0, 2 * HDR);
+        String json = jsonOf(pristine);
+        Random random = new Random(9);
+        Object[] replacements = {"x", -1, 0, 1L << 40, "99999999999999999", "-5", new java.util.LinkedHashMap<>(),
+                new java.util.ArrayList<>(), true, "sha1", "aes-cbc-plain"};
+        for (int round = 0; round < 150; round++) {
+            java.util.Map<String, Object> tree = LuksJson.parseObject(json, "test");
+            java.util.Map<String, Object> parent = tree;
+            String key = null;
+            while (true) { // walk down to a random member
+                java.util.List<String> keys = new java.util.ArrayList<>(parent.keySet());
+                if (keys.isEmpty()) {
+                    break;
+                }
+                key = keys.get(random.nextInt(keys.size()));
+                if (parent.get(key) instanceof java.util.Map<?, ?> child && !child.isEmpty() && random.nextInt(4) != 0) {
+                    @SuppressWarnings("unchecked")
+                    java.util.Map<String, Object> next = (java.util.Map<String, Object>) child;
+                    parent = next;
+                } else {
+                    break;
+                }
+            }
+            if (key == null) {
+                continue;
+            }
+            String mutation;
+            if (random.nextInt(4) == 0) {
+                parent.remove(key);
+                mutation = "removed " + key;
+            } else {
+                Object value = replacements[random.nextInt(replacements.length)];
+                parent.put(key, value);
+                mutation = key + " = " + value;
+            }
+            LuksIo.write(pristine, 0, image);
+            String mutated = LuksJson.write(tree);
+            rewriteJson(pristine, text -> mutated);
+            try {
+                try (VolumeKey key64 = LuksHeader.read(pristine).unlock(PASS, "pass")) {
+                    assertArrayEquals(volumeKey(64), key64.bytes(), mutation);
+                }
+            } catch (LuksHeaderException | LuksPassphraseException refused) {
+                // refused cleanly
+            } catch (RuntimeException e) {
+                fail("JSON mutation '" + mutation + "' crashed", e);
+            }
+        }
+    }
+
+    private static String jsonOf(MemoryBlockDevice device) throws IOException {
+        byte[] copy = LuksIo.read(device, 0, HDR);
+        int end = 4096;
+        while (copy[end] != 0) {
+            end++;
+        }
+        return new String(copy, 4096, end - 4096, StandardCharsets.UTF_8);
+    }
+
     /** Replaces the JSON text of both LUKS2 copies and recomputes their SHA-256 checksums. */
     private static void rewriteJson(MemoryBlockDevice device, java.util.function.UnaryOperator<String> edit) throws IOException {
         for (long copyOffset : new long[] {0, HDR}) {
