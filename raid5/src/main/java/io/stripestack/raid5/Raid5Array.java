@@ -189,6 +189,11 @@ public final class Raid5Array implements BlockDevice {
         }
         if (failed) {
             io.close();
+            for (Member m : roles) {
+                if (m.device != null) {
+                    m.device.close();
+                }
+            }
             throw new MediumErrorException(name + ": could not update the superblocks of the members; see the log", 0, true);
         }
         LOG.info("{}: raid5 {} members, {} KiB chunk, {}, {} bytes, {}; xor {}; stripe cache {} rows; {} I/O threads",
@@ -407,6 +412,11 @@ public final class Raid5Array implements BlockDevice {
 
     public int stripeCacheSize() {
         return cache.capacity();
+    }
+
+    /** Rows the stripe cache holds memory for right now (md's stripe_cache_active). */
+    public int stripeCacheActive() {
+        return cache.allocated();
     }
 
     /** Sets the stripe cache capacity in rows (1..32768); shrinking frees unpinned rows at once. */

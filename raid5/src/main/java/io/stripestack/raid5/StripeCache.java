@@ -65,7 +65,7 @@ final class StripeCache {
         return capacity;
     }
 
-    /** Entries currently holding a buffer (for stats and tests). */
+    /** Rows currently holding a buffer (md's stripe_cache_active). */
     synchronized int allocated() {
         return allocated;
     }
@@ -103,7 +103,6 @@ final class StripeCache {
             if (e != null) {
                 unlinkLru(e);
                 e.pinned = true;
-                e.hit = true;
                 return e;
             }
             if (free != null) {
@@ -119,7 +118,6 @@ final class StripeCache {
             }
             e.row = row;
             e.pinned = true;
-            e.hit = false;
             e.clearValid();
             int b = bucket(row);
             e.nextInBucket = buckets[b];
@@ -263,8 +261,6 @@ final class StripeCache {
         final long[][] valid;
         long row = -1;
         boolean pinned;
-        /** Whether the last {@link #acquire} found this row already cached. */
-        boolean hit;
         private Entry nextInBucket;
         private Entry lruPrev;
         private Entry lruNext;

@@ -474,8 +474,13 @@ class Raid5ArrayTest {
             assertEquals(0, array.geometry().alignmentOffset());
             assertEquals(0, array.geometry().maxTransfer() % array.geometry().optimalIo());
             assertEquals(16, array.stripeCacheSize());
+            for (int row = 0; row < 4; row++) {
+                array.write((long) row * 4 * chunk, ByteBuffer.allocate(SECTOR));
+            }
+            assertEquals(4, array.stripeCacheActive(), "one cached row per partially written row");
             array.setStripeCacheSize(1);
             assertEquals(1, array.stripeCacheSize());
+            assertEquals(1, array.stripeCacheActive(), "shrinking frees the rows above the new size");
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> array.setStripeCacheSize(0));
             assertTrue(e.getMessage().contains("1..32768"), e.getMessage());
             assertThrows(IllegalArgumentException.class, () -> array.setStripeCacheSize(40000));
