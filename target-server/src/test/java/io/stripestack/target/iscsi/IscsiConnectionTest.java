@@ -446,4 +446,35 @@ class IscsiConnectionTest {
             assertEquals(0, i.readResult(tag).getValue().byte3(), "session still works");
         }
     }
+
+    @Test
+    void openIscsiChapSequenceLogsIn() throws Exception {
+        byte[] secret = "fixture-secret-12".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        try (IscsiTestInitiator i = IscsiTestInitiator.withMemoryLun(IscsiTestInitiator.settings().build(),
+                b -> b.chap("fixtureuser", secret))) {
+            Response auth = i.login(0, true, 1, "InitiatorName=" + IscsiTestInitiator.INITIATOR_IQN, "InitiatorAlias=vm",
+                    "TargetName=" + IscsiTestInitiator.TARGET_IQN, "SessionType=Normal", "AuthMethod=CHAP,None");
+            assertEquals("CHAP", auth.keys().get("AuthMethod"));
+            assertEquals(0, auth.flags() & 0x80, "no transit before CHAP");
+            Response challenge = i.login(0, false, 0, "CHAP_A=5");
+            int id = Integer.parseInt(challenge.keys().get("CHAP_I"));
+            byte[] c = java.util.HexFormat.of().parseHex(challenge.keys().get("CHAP_C").substring(2));
+            java.security.MessageDigest md5 = java.security.MessageDigest.getInstance("MD5");
+            md5.update((byte) id);
+            md5.update(secret);
+            md5.update(c);
+            Response proved = i.login(0, true, 1, "CHAP_N=fixtureuser",
+                    "CHAP_R=0x" + java.util.HexFormat.of().formatHex(md5.digest()));
+            assertEquals(0, proved.shortAt(36));
+            assertEquals(0x80 | 1, proved.flags(), "transit security -> operational");
+            Response op = i.login(1, true, 3, "HeaderDigest=None", "DataDigest=None", "DefaultTime2Wait=2",
+                    "DefaultTime2Retain=0", "IFMarker=No", "OFMarker=No", "ErrorRecoveryLevel=0", "InitialR2T=No",
+                    "ImmediateData=Yes", "MaxBurstLength=16776192", "FirstBurstLength=262144", "MaxOutstandingR2T=1",
+                    "MaxConnections=1", "DataPDUInOrder=Yes", "DataSequenceInOrder=Yes", "MaxRecvDataSegmentLength=262144");
+            assertEquals(0, op.shortAt(36));
+            assertEquals(0x80 | 1 << 2 | 3, op.flags());
+            int tag = i.scsiCommand(IscsiTestInitiator.inquiry(36), 36, true, false, null, true);
+            assertEquals(36, i.readResult(tag).getKey().length);
+        }
+    }
 }

@@ -65,7 +65,7 @@ class IscsiServerClientInteropTest {
     }
 
     private static ScsiTarget memoryTarget(String name) {
-        MemoryBlockDevice device = new MemoryBlockDevice(name, 8 << 20, 512);
+        MemoryBlockDevice device = new MemoryBlockDevice(name, 16 << 20, 512);
         return new ScsiTarget(Map.of(0L, new LogicalUnit(device,
                 LogicalUnitIdentity.of(UUID.nameUUIDFromBytes(name.getBytes(StandardCharsets.UTF_8))), false)));
     }
@@ -103,7 +103,7 @@ class IscsiServerClientInteropTest {
         Result cap = run("iscsi-readcapacity16", url(OPEN_IQN));
         assertEquals(0, cap.exit, cap.output);
         assertTrue(cap.output.contains("Logical Block Length:512") || cap.output.contains("512"), cap.output);
-        assertTrue(cap.output.contains(Long.toString((8L << 20) / 512 - 1)) || cap.output.contains("8388608"), cap.output);
+        assertTrue(cap.output.contains("Total size:" + (16L << 20)), cap.output);
     }
 
     @Test
@@ -115,6 +115,34 @@ class IscsiServerClientInteropTest {
         assertTrue(r.output.contains("wrote 1048576/1048576 bytes"), r.output);
         assertTrue(r.output.contains("read 1048576/1048576 bytes"), r.output);
         assertTrue(r.output.contains("read 307200/307200 bytes"), r.output);
+    }
+
+    @Test
+    void concurrentSessionsWithSixteenCommandsInFlightEachKeepTheirData() throws Exception {
+        int sessions = 3;
+        List<java.util.concurrent.Future<Result>> runs = new java.util.ArrayList<>();
+        ExecutorService clients = Executors.newFixedThreadPool(sessions);
+        try {
+            for (int k = 0; k < sessions; k++) {
+                String offset = Integer.toString(k * (4 << 20));
+                String pattern = Integer.toString(0x30 + k);
+                runs.add(clients.submit(() -> run("qemu-img", "bench", "-w", "-c", "64", "-d", "16", "-s", "64k",
+                        "-o", offset, "--pattern=" + pattern, "-f", "raw", url(OPEN_IQN))));
+            }
+            for (java.util.concurrent.Future<Result> f : runs) {
+                Result r = f.get(90, TimeUnit.SECONDS);
+                assertEquals(0, r.exit, r.output);
+            }
+        } finally {
+            clients.shutdownNow();
+        }
+        for (int k = 0; k < sessions; k++) {
+            Result check = run("qemu-io", "-f", "raw", "-c",
+                    "read -P 0x" + Integer.toHexString(0x30 + k) + " " + k * (4 << 20) + " 4M", url(OPEN_IQN));
+            assertEquals(0, check.exit, check.output);
+            assertFalse(check.output.contains("Pattern verification failed"), check.output);
+            assertTrue(check.output.contains("read 4194304/4194304 bytes"), check.output);
+        }
     }
 
     @Test
