@@ -80,6 +80,30 @@ public final class StripestackServer implements Closeable {
         }
     }
 
+    /**
+     * {@code stripestack create}: creates every array of the configuration whose members do not exist yet
+     * (like mdadm --create), leaves existing ones alone, and closes them clean. Returns one line per array.
+     */
+    public static List<String> createArrays(StripestackConfig config) throws IOException {
+        List<String> report = new ArrayList<>();
+        for (ArrayConfig ac : config.arrays().values()) {
+            long existing = ac.members().stream().filter(java.nio.file.Files::exists).count();
+            if (existing == ac.members().size()) {
+                report.add(ac.name() + ": exists (all " + existing + " members present); not touched");
+                continue;
+            }
+            if (existing > 0) {
+                throw new IOException("array " + ac.name() + ": " + existing + " of " + ac.members().size()
+                        + " member files exist; refusing to create over them. Remove them to start afresh, or run"
+                        + " 'serve' to assemble the array degraded and add the missing member");
+            }
+            try (Raid5Array array = StackBuilder.openArray(ac, Raid5Options.defaults())) {
+                report.add(ac.name() + ": created " + array.status().mdstat().replace("\n", "\n  "));
+            }
+        }
+        return report;
+    }
+
     private void startAll() throws IOException {
         for (ArrayConfig ac : config.arrays().values()) {
             Raid5Options options = Raid5Options.defaults().withAllowDegraded(true);
