@@ -415,14 +415,13 @@ public final class LogicalUnit {
         checkWritable();
         int bytes = checkTransfer(lba, blocks, lengthByte);
         cmd.setCommandTransferLength(bytes);
-        if (bytes == 0) {
-            cmd.complete(null);
-            return;
-        }
-        ByteBuf data = requireDataOut(cmd, bytes);
-        writeShared(cmd, lba, blocks, data, data.readerIndex(), bytes);
-        if (fua || !modePages.writeCacheEnabled()) {
-            flush();
+        int toWrite = writableBytes(cmd, bytes);
+        if (toWrite > 0) {
+            ByteBuf data = cmd.dataOut();
+            writeShared(cmd, lba, toWrite / blockSize, data, data.readerIndex(), toWrite);
+            if (fua || !modePages.writeCacheEnabled()) {
+                flush();
+            }
         }
         cmd.complete(null);
     }
@@ -434,16 +433,34 @@ public final class LogicalUnit {
         checkWritable();
         int bytes = checkTransfer(lba, blocks, lengthByte);
         cmd.setCommandTransferLength(bytes);
-        if (bytes == 0) {
-            cmd.complete(null);
-            return;
+        int toWrite = writableBytes(cmd, bytes);
+        if (toWrite > 0) {
+            ByteBuf data = cmd.dataOut();
+            writeShared(cmd, lba, toWrite / blockSize, data, data.readerIndex(), toWrite);
+            // Verification must see the medium, not a volatile cache: flush first, then read back and compare.
+            flush();
+            compareWithMedium(cmd, lba, toWrite / blockSize, data, data.readerIndex());
         }
-        ByteBuf data = requireDataOut(cmd, bytes);
-        writeShared(cmd, lba, blocks, data, data.readerIndex(), bytes);
-        // Verification must see the medium, not a volatile cache: flush first, then read back and compare.
-        flush();
-        compareWithMedium(cmd, lba, blocks, data, data.readerIndex());
         cmd.complete(null);
+    }
+
+    /**
+     * How many of the CDB's {@code bytes} a WRITE stores. An initiator whose Expected Data Transfer Length is
+     * shorter than the CDB's transfer length sends only EDTL bytes: as FCP-4 and RFC 7143 (residual overflow)
+     * prescribe, the command is processed for those bytes, when they are whole blocks, and the transport
+     * reports the overflow. A partial block, or a Data-Out shorter than the EDTL allows, is refused with
+     * INVALID FIELD IN INFORMATION UNIT and nothing is written; bytes beyond the CDB's length are never read.
+     */
+    private int writableBytes(ScsiCommand cmd, int bytes) {
+        int allowed = (int) Math.min(bytes, Integer.toUnsignedLong(cmd.expectedTransferLength()));
+        ByteBuf data = cmd.dataOut();
+        int available = data == null ? 0 : data.readableBytes();
+        if (available < allowed || allowed % blockSize != 0) {
+            throw SenseException.of(SenseException.ILLEGAL_REQUEST, 0x0E, 0x03,
+                    "Data-Out holds " + available + " bytes (EDTL " + cmd.expectedTransferLength() + ") of "
+                            + bytes);
+        }
+        return allowed;
     }
 
     private void verify(ScsiCommand cmd, byte[] cdb, long lba, long blocks, int lengthByte) {
@@ -617,11 +634,16 @@ public final class LogicalUnit {
         checkRange(lba, blocks);
         int half = blocks * blockSize;
         cmd.setCommandTransferLength(2L * half);
+        ByteBuf data = cmd.dataOut();
+        if ((data == null ? 0 : data.readableBytes()) != 2 * half) {
+            // The Data-Out must be exactly the compare and write halves NUMBER OF LOGICAL BLOCKS describes; a
+            // mismatch (an 8-bit count that wrapped to 0, say) means the CDB does not describe the data.
+            throw SenseException.invalidFieldInCdb(13, -1);
+        }
         if (blocks == 0) {
             cmd.complete(null);
             return;
         }
-        ByteBuf data = requireExactDataOut(cmd, 2 * half);
         long stamp = writeOrder.writeLock();
         try {
             compareWithMedium(cmd, lba, blocks, data, data.readerIndex());
@@ -675,8 +697,8 @@ public final class LogicalUnit {
     }
 
     /**
-     * The Data-Out buffer when it holds exactly {@code bytes}: WRITE SAME's single block and COMPARE AND
-     * WRITE's compare-and-write pair have no meaning with extra bytes, so unlike READ/WRITE they are refused.
+     * The Data-Out buffer when it holds exactly {@code bytes}: WRITE SAME's single block has no meaning with
+     * extra bytes, so unlike READ/WRITE a longer Data-Out is refused.
      */
     private static ByteBuf requireExactDataOut(ScsiCommand cmd, int bytes) {
         ByteBuf data = requireDataOut(cmd, bytes);

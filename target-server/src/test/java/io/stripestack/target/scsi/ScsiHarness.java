@@ -85,8 +85,13 @@ final class ScsiHarness implements AutoCloseable {
     }
 
     Result run(String nexus, long lun, byte[] cdb, byte[] dataOut) {
+        return run(nexus, lun, cdb, dataOut, dataOut == null ? 4096 : dataOut.length);
+    }
+
+    /** Runs a command whose Expected Data Transfer Length is {@code edtl}, whatever the Data-Out holds. */
+    Result run(String nexus, long lun, byte[] cdb, byte[] dataOut, int edtl) {
         ByteBuf out = dataOut == null ? null : Unpooled.wrappedBuffer(dataOut);
-        ScsiCommand cmd = new ScsiCommand(nexus, lun, cdb, dataOut == null ? 4096 : dataOut.length,
+        ScsiCommand cmd = new ScsiCommand(nexus, lun, cdb, edtl,
                 dataOut == null, dataOut != null, ScsiCommand.ATTR_SIMPLE, out, allocator);
         target.execute(cmd);
         byte[] data = null;

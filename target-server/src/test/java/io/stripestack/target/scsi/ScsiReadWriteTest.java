@@ -153,6 +153,24 @@ class ScsiReadWriteTest {
     }
 
     @Test
+    void writeWithShorterExpectedLengthWritesOnlyWholeBlocksTheInitiatorSent() {
+        try (ScsiHarness h = memory()) {
+            h.run(write10(0, 2, false), pattern(1024, 1)).assertGood();
+            byte[] b = pattern(512, 2);
+            ScsiHarness.Result r = h.run(NEXUS_A, 0, write10(0, 2, false), b, 512).assertGood();
+            assertEquals(1024, r.commandTransferLength(), "the transport reports the 512-byte overflow");
+            byte[] after = h.run(read10(0, 2)).data();
+            assertArrayEquals(b, Arrays.copyOf(after, 512), "the block sent is written");
+            assertArrayEquals(Arrays.copyOfRange(pattern(1024, 1), 512, 1024), Arrays.copyOfRange(after, 512, 1024),
+                    "the block not sent is untouched");
+            h.run(NEXUS_A, 0, write10(0, 1, false), null, 0).assertGood();
+            h.run(NEXUS_A, 0, write10(0, 1, false), new byte[200], 200)
+                    .assertCheck(SenseException.ILLEGAL_REQUEST, 0x0E, 0x03);
+            assertArrayEquals(after, h.run(read10(0, 2)).data(), "a partial block writes nothing");
+        }
+    }
+
+    @Test
     void writeWithMoreDataOutThanTheCdbSaysWritesOnlyTheCdbLength() {
         try (ScsiHarness h = memory()) {
             byte[] data = pattern(1024, 4);
