@@ -132,6 +132,11 @@ public final class Raid5Array implements BlockDevice {
      */
     Raid5Array(Md1Superblock template, Member[] roles, Raid5Options options, List<String> assemblyProblems)
             throws IOException {
+        if ((long) template.chunkSectors * 512 * template.raidDisks > (1L << 30)) {
+            throw new IllegalArgumentException(template.setName + ": chunk " + template.chunkSectors * 512L
+                    + " bytes x " + template.raidDisks + " members exceeds the 1 GiB row this engine supports; "
+                    + "use a smaller chunk");
+        }
         this.template = template;
         this.roles = roles;
         this.name = template.setName;

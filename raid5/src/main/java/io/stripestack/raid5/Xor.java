@@ -219,7 +219,7 @@ public abstract class Xor {
             }
             BEST = candidates.get(winner);
             BEST_MBPS = best[winner];
-            LOG.debug("xor: measured MB/sec:{}", report);
+            LOG.info("xor: measuring software checksum speed (MB/sec):{}", report);
             LOG.info("xor: using function: {} ({} MB/sec)", BEST.name(), BEST_MBPS);
         }
     }
