@@ -14,20 +14,20 @@ import org.bouncycastle.crypto.Digest;
  * {@code H(be32(i) || piece)} (the last piece may be shorter than the digest, and only its own bytes are
  * hashed). Stateless; each call works on its own buffers and zeroes its intermediate block.
  */
-public final class AfSplitter {
+final class AfSplitter {
     /** The stripe count cryptsetup always uses. */
-    public static final int LUKS_STRIPES = 4000;
+    static final int LUKS_STRIPES = 4000;
 
     private AfSplitter() {
     }
 
     /** The number of material bytes for a key of {@code keyLength} bytes. */
-    public static long splitLength(int keyLength, int stripes) {
+    static long splitLength(int keyLength, int stripes) {
         return (long) keyLength * stripes;
     }
 
     /** Splits {@code key} into {@code stripes} blocks written to {@code out[0, keyLength * stripes)}. */
-    public static void split(byte[] key, int stripes, LuksHash hash, SecureRandom random, byte[] out) {
+    static void split(byte[] key, int stripes, LuksHash hash, SecureRandom random, byte[] out) {
         int blockSize = key.length;
         checkLength(out, blockSize, stripes);
         byte[] running = new byte[blockSize];
@@ -51,7 +51,7 @@ public final class AfSplitter {
     }
 
     /** Recovers the {@code keyLength}-byte key from {@code material[0, keyLength * stripes)}. */
-    public static byte[] merge(byte[] material, int keyLength, int stripes, LuksHash hash) {
+    static byte[] merge(byte[] material, int keyLength, int stripes, LuksHash hash) {
         checkLength(material, keyLength, stripes);
         byte[] running = new byte[keyLength];
         Digest digest = hash.newDigest();

@@ -5,8 +5,12 @@ import io.stripestack.crypto.CryptSpec;
 import io.stripestack.crypto.SectorCipher;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.security.GeneralSecurityException;
 import java.security.SecureRandom;
 import java.util.Arrays;
+import javax.crypto.Cipher;
+import javax.crypto.spec.IvParameterSpec;
+import javax.crypto.spec.SecretKeySpec;
 
 /**
  * Header-area I/O on a {@link BlockDevice} at arbitrary byte offsets (the device wants whole logical blocks,
@@ -59,14 +63,29 @@ final class LuksIo {
         Arrays.fill(buffer.array(), (byte) 0);
     }
 
-    /** Overwrites {@code [offset, offset + length)} with random bytes (cryptsetup wipes keyslots so). */
+    /**
+     * Overwrites {@code [offset, offset + length)} with random-looking bytes, as cryptsetup wipes keyslot areas:
+     * an AES-256-CTR keystream under a fresh random key and IV, several times faster than SecureRandom for the
+     * 16 MiB to 128 MiB of a LUKS2 keyslots area and indistinguishable from it without the key, which is dropped.
+     */
     static void wipeRandom(BlockDevice device, long offset, long length, SecureRandom random) throws IOException {
-        byte[] chunk = new byte[(int) Math.min(length, 1 << 20)];
-        for (long done = 0; done < length; done += chunk.length) {
-            int n = (int) Math.min(chunk.length, length - done);
-            byte[] piece = n == chunk.length ? chunk : new byte[n];
-            random.nextBytes(piece);
-            write(device, offset + done, piece);
+        byte[] key = new byte[32];
+        byte[] iv = new byte[16];
+        random.nextBytes(key);
+        random.nextBytes(iv);
+        Cipher keystream;
+        try {
+            keystream = Cipher.getInstance("AES/CTR/NoPadding");
+            keystream.init(Cipher.ENCRYPT_MODE, new SecretKeySpec(key, "AES"), new IvParameterSpec(iv));
+        } catch (GeneralSecurityException e) {
+            throw new IllegalStateException("this JVM lacks AES/CTR, which every Java 17 runtime provides", e);
+        } finally {
+            Arrays.fill(key, (byte) 0);
+        }
+        byte[] zeros = new byte[(int) Math.min(length, 1 << 20)];
+        for (long done = 0; done < length; done += zeros.length) {
+            int n = (int) Math.min(zeros.length, length - done);
+            write(device, offset + done, keystream.update(zeros, 0, n));
         }
     }
 
