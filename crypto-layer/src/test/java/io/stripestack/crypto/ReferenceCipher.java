@@ -72,14 +72,18 @@ final class ReferenceCipher {
             "    e = Cipher(algorithms.AES(k), modes.XTS(iv)).encryptor()",
             "    print((e.update(d) + e.finalize()).hex())");
 
+    /** Debian's interpreter, where .ci/run installs python3-cryptography; another python3 on PATH may lack it. */
+    private static final String PYTHON = java.nio.file.Files.isExecutable(java.nio.file.Path.of("/usr/bin/python3"))
+            ? "/usr/bin/python3" : "python3";
+
     private static List<byte[]> pythonXts(byte[] key, List<byte[]> ivs, List<byte[]> sectors) throws Exception {
-        requireTool("python3", "-c", "import cryptography.hazmat.primitives.ciphers");
+        requireTool(PYTHON, "-c", "import cryptography.hazmat.primitives.ciphers");
         StringBuilder input = new StringBuilder();
         for (int i = 0; i < sectors.size(); i++) {
             input.append(Hex.encode(key)).append(' ').append(Hex.encode(ivs.get(i))).append(' ')
                     .append(Hex.encode(sectors.get(i))).append('\n');
         }
-        String output = new String(run(input.toString().getBytes(StandardCharsets.US_ASCII), "python3", "-c", PYTHON_XTS),
+        String output = new String(run(input.toString().getBytes(StandardCharsets.US_ASCII), PYTHON, "-c", PYTHON_XTS),
                 StandardCharsets.US_ASCII);
         List<byte[]> out = new ArrayList<>();
         for (String line : output.split("\n")) {

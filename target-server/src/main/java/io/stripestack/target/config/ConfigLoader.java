@@ -273,6 +273,11 @@ public final class ConfigLoader {
         } else {
             Path path = dataDir.resolve(file.string());
             try {
+                var mode = Files.getPosixFilePermissions(path);
+                if (mode.stream().anyMatch(p -> p.name().startsWith("GROUP") || p.name().startsWith("OTHERS"))) {
+                    throw file.error("the CHAP secret file " + path + " is readable by group or others;"
+                            + " run: chmod 600 " + path);
+                }
                 byte[] bytes = Files.readAllBytes(path);
                 int end = bytes.length;
                 while (end > 0 && (bytes[end - 1] == '\n' || bytes[end - 1] == '\r')) {
@@ -342,14 +347,21 @@ public final class ConfigLoader {
         }
         Path keyFile = keyFileNode == null ? null : dataDir.resolve(keyFileNode.string());
         Path passFile = passFileNode == null ? null : dataDir.resolve(passFileNode.string());
+        boolean createKey = boolOr(n.child("create_key"), false);
+        if (createKey && keyFile == null) {
+            throw n.child("create_key").error("create_key needs key_file (a passphrase is yours to choose)");
+        }
         if (luks) {
+            if (createKey) {
+                throw n.child("create_key").error("a LUKS volume key lives in its header: format it with 'stripestack luks format'");
+            }
             for (String plainOnly : List.of("cipher", "key_size", "hash", "offset", "skip", "sector_size", "iv_large_sectors")) {
                 if (n.child(plainOnly) != null) {
                     throw n.child(plainOnly).error("comes from the LUKS header when luks: true; remove it");
                 }
             }
             n.rejectUnknownKeys();
-            return new CryptoConfig(true, null, 0, keyFile, passFile, null, 0, 0, 512, false);
+            return new CryptoConfig(true, null, 0, keyFile, passFile, null, 0, 0, 512, false, false);
         }
         YamlNode cipherNode = n.child("cipher");
         String cipher = cipherNode == null ? "aes-cbc-essiv:sha256" : cipherNode.string().trim();
@@ -368,7 +380,8 @@ public final class ConfigLoader {
         }
         boolean ivLarge = boolOr(n.child("iv_large_sectors"), false);
         n.rejectUnknownKeys();
-        return new CryptoConfig(false, cipher, keyBits, keyFile, passFile, hash, offset, skip, sectorSize, ivLarge);
+        return new CryptoConfig(false, cipher, keyBits, keyFile, passFile, hash, offset, skip, sectorSize, ivLarge,
+                createKey);
     }
 
     private static ReadaheadConfig readahead(YamlNode n, boolean hasCrypto) throws ConfigException {

@@ -56,9 +56,12 @@ public record StripestackConfig(Path file, Path dataDir, ServerConfig server, Ma
      * The optional crypto layer. Either plain dm-crypt parameters (cipher, key from key file or
      * passphrase file + hash, offset, skip, sector size) or {@code luks = true}: cipher, key size, offset
      * and sector size come from the LUKS header on the device below, unlocked with the key/passphrase file.
+     * {@code createKey}: write a new random key file when it is missing and the device below was created
+     * in this same start (never for existing data: a new key would make it unreadable).
      */
     public record CryptoConfig(boolean luks, String cipher, int keyBits, Path keyFile, Path passphraseFile,
-            String hash, long offsetSectors, long skipSectors, int sectorSize, boolean ivLargeSectors) {
+            String hash, long offsetSectors, long skipSectors, int sectorSize, boolean ivLargeSectors,
+            boolean createKey) {
     }
 
     /** {@code readAheadKb < 0} means the default: two full stripes of the device below. */

@@ -84,7 +84,11 @@ final class StackBuilder {
         return FileBlockDevice.open(b.file(), 512, false, lun.readOnly());
     }
 
-    static LunStack buildLun(String target, LunConfig lun, BlockDevice base, ReadaheadBudget budget)
+    /**
+     * @param baseIsNew the base was created in this start (all zeros): only then may a missing key file
+     *                  be generated ({@code create_key})
+     */
+    static LunStack buildLun(String target, LunConfig lun, BlockDevice base, boolean baseIsNew, ReadaheadBudget budget)
             throws IOException {
         BlockDevice below = base;
         ReadaheadBlockDevice readahead = null;
@@ -95,7 +99,7 @@ final class StackBuilder {
                 readahead = readahead(below, lun, budget);
                 below = readahead;
             }
-            crypto = crypto(target, lun, below);
+            crypto = crypto(target, lun, below, baseIsNew);
             below = crypto;
         }
         if (readaheadOn && readahead == null) {
@@ -103,6 +107,18 @@ final class StackBuilder {
             below = readahead;
         }
         return new LunStack(target, lun, below, readahead, crypto, base);
+    }
+
+    private static void createKeyFile(Path file, int bytes) throws IOException {
+        byte[] key = new byte[bytes];
+        try {
+            new java.security.SecureRandom().nextBytes(key);
+            Files.createDirectories(file.toAbsolutePath().getParent());
+            Files.write(Files.createFile(file, java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
+                    java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"))), key);
+        } finally {
+            Arrays.fill(key, (byte) 0);
+        }
     }
 
     private static ReadaheadBlockDevice readahead(BlockDevice below, LunConfig lun, ReadaheadBudget budget) {
@@ -113,8 +129,18 @@ final class StackBuilder {
         return ra;
     }
 
-    private static CryptoBlockDevice crypto(String target, LunConfig lun, BlockDevice below) throws IOException {
+    private static CryptoBlockDevice crypto(String target, LunConfig lun, BlockDevice below, boolean baseIsNew)
+            throws IOException {
         CryptoConfig c = lun.crypto();
+        if (c.createKey() && c.keyFile() != null && !Files.exists(c.keyFile())) {
+            if (!baseIsNew) {
+                throw new IOException("LUN " + lun.lun() + ": key file " + c.keyFile() + " is missing and the device"
+                        + " below holds existing data; restore the key file (a new key would make the data unreadable)");
+            }
+            createKeyFile(c.keyFile(), c.keyBits() / 8);
+            log.info("LUN {}: created a new random {}-bit key in {} (mode 0600); back it up", lun.lun(),
+                    c.keyBits(), c.keyFile());
+        }
         String name = "crypt-" + target + "-lun" + lun.lun();
         byte[] key = null;
         try {

@@ -48,6 +48,8 @@ public final class StripestackServer implements Closeable {
 
     private final StripestackConfig config;
     private final Map<String, Raid5Array> arrays = new LinkedHashMap<>();
+    /** Arrays created (not assembled) in this start: their contents are all zeros. */
+    private final java.util.Set<String> createdArrays = new java.util.HashSet<>();
     private final List<LunStack> luns = new ArrayList<>();
     private final List<IscsiTargetDefinition> targets = new ArrayList<>();
     private final ControlRegistry registry = new ControlRegistry();
@@ -110,6 +112,9 @@ public final class StripestackServer implements Closeable {
             if (ac.stripeCacheSize() > 0) {
                 options = options.withStripeCacheRows(ac.stripeCacheSize());
             }
+            if (ac.members().stream().noneMatch(java.nio.file.Files::exists)) {
+                createdArrays.add(ac.name());
+            }
             Raid5Array array = StackBuilder.openArray(ac, options);
             arrays.put(ac.name(), array);
             array.setCheckParityOnReads(ac.checkParityOnReads());
@@ -119,8 +124,11 @@ public final class StripestackServer implements Closeable {
         for (TargetConfig tc : config.targets()) {
             Map<Long, LogicalUnit> units = new LinkedHashMap<>();
             for (LunConfig lc : tc.luns()) {
+                var backing = lc.backing();
+                boolean baseIsNew = backing.ram() || (backing.array() != null ? createdArrays.contains(backing.array())
+                        : !java.nio.file.Files.exists(backing.file()));
                 BlockDevice base = StackBuilder.openBase(lc, arrays);
-                LunStack stack = StackBuilder.buildLun(tc.iqn(), lc, base, readaheadBudget);
+                LunStack stack = StackBuilder.buildLun(tc.iqn(), lc, base, baseIsNew, readaheadBudget);
                 luns.add(stack);
                 units.put((long) lc.lun(), new LogicalUnit(stack.top(), identity(tc, lc, base), lc.readOnly()));
                 registerLunControls(stack);
