@@ -53,8 +53,8 @@ final class Bhs {
     static final int REJECT_DATA_DIGEST_ERROR = 0x02;
     static final int REJECT_PROTOCOL_ERROR = 0x04;
     static final int REJECT_COMMAND_NOT_SUPPORTED = 0x05;
+    static final int REJECT_TASK_IN_PROGRESS = 0x07;
     static final int REJECT_INVALID_PDU_FIELD = 0x09;
-    static final int REJECT_OUT_OF_RESOURCES = 0x0a;
     static final int REJECT_WAITING_FOR_LOGOUT = 0x0c;
 
     private Bhs() {
@@ -74,14 +74,6 @@ final class Bhs {
 
     static boolean finalBit(ByteBuf header) {
         return (flags(header) & FINAL_BIT) != 0;
-    }
-
-    static int totalAhsLengthBytes(ByteBuf header) {
-        return (header.getByte(OFF_TOTAL_AHS_LENGTH) & 0xff) * 4;
-    }
-
-    static int dataSegmentLength(ByteBuf header) {
-        return header.getUnsignedMedium(OFF_DATA_SEGMENT_LENGTH);
     }
 
     static int itt(ByteBuf header) {
@@ -111,14 +103,6 @@ final class Bhs {
             return firstLevel & 0x3fff;
         }
         return firstLevel & 0xff;
-    }
-
-    /** The LUN field for a LUN number: peripheral addressing below 256, flat addressing above. */
-    static long encodeLun(long lun) {
-        if (lun < 256) {
-            return lun << 48;
-        }
-        return (0x4000L | (lun & 0x3fff)) << 48;
     }
 
     /** Writes a zeroed 48-byte BHS with opcode, flags and the data segment length. */

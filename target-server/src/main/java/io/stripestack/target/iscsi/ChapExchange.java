@@ -48,10 +48,6 @@ final class ChapExchange {
         return -1;
     }
 
-    boolean challengeIssued() {
-        return challenge != null;
-    }
-
     int identifier() {
         return identifier;
     }

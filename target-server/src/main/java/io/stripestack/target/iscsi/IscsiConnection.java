@@ -109,10 +109,6 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         return ctx.channel().eventLoop();
     }
 
-    String nexus() {
-        return nexus;
-    }
-
     // ------------------------------------------------------------------ channel lifecycle
 
     @Override
@@ -446,7 +442,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         }
         if (tasksByItt.containsKey(itt)) {
             retire(immediate);
-            sendReject(h, 0x07); // task in progress
+            sendReject(h, Bhs.REJECT_TASK_IN_PROGRESS);
             return;
         }
         if (edtl < 0 || writeBit && edtl > MAX_WRITE_TRANSFER

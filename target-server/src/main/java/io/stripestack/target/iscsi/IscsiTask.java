@@ -90,7 +90,8 @@ final class IscsiTask implements Runnable {
             state = State.DONE;
             try {
                 connection.eventLoop().execute(this);
-            } catch (RejectedExecutionException e) {
+            } catch (RejectedExecutionException | IllegalStateException e) {
+                // the server shut its event loops down after the drain timeout: nobody will answer
                 releaseBuffers();
             }
         } else {

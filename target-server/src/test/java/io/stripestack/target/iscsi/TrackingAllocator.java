@@ -36,10 +36,6 @@ final class TrackingAllocator extends AbstractByteBufAllocator {
         return false;
     }
 
-    synchronized int allocatedCount() {
-        return allocated.size();
-    }
-
     /** Fails if any buffer handed out is still referenced. */
     synchronized void assertAllReleased() {
         int live = 0;
