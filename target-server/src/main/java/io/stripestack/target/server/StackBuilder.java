@@ -161,12 +161,7 @@ final class StackBuilder {
             if (c.keyFile() != null) {
                 key = PlainModeKeys.readKeyFile(c.keyFile(), keyBytes);
             } else {
-                byte[] passphrase = LuksVolume.readSecret(c.passphraseFile(), LuksVolume.SecretFile.PASSPHRASE_FILE);
-                try {
-                    key = PlainModeKeys.hashPassphrase(passphrase, c.hash(), keyBytes);
-                } finally {
-                    Arrays.fill(passphrase, (byte) 0);
-                }
+                key = PlainModeKeys.keyFromPassphraseFile(c.passphraseFile(), c.hash(), keyBytes);
             }
             SectorCipher cipher = SectorCipher.create(CryptSpec.parse(c.cipher()), key, c.sectorSize(), c.ivLargeSectors());
             return new CryptoBlockDevice(name, below, cipher, c.offsetSectors(), c.skipSectors(), false);
