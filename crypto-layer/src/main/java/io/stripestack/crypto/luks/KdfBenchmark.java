@@ -19,7 +19,7 @@ public final class KdfBenchmark {
     /** cryptsetup's default Argon2 memory ceiling, 1 GiB. */
     public static final int DEFAULT_MAX_ARGON2_MEMORY_KIB = 1024 * 1024;
 
-    private static final long MEASURE_AT_LEAST_NANOS = Duration.ofMillis(200).toNanos();
+    private static final long MEASURE_AT_LEAST_NANOS = Duration.ofMillis(60).toNanos();
     private static final int ARGON2_PROBE_MEMORY_KIB = 16 * 1024;
 
     private KdfBenchmark() {
@@ -29,23 +29,26 @@ public final class KdfBenchmark {
     public static Kdf.Pbkdf2 pbkdf2(LuksHash hash, Duration target, int keyLength) {
         byte[] password = new byte[32];
         byte[] salt = new byte[Kdf.SALT_BYTES];
-        for (int warmUp = 0; warmUp < 20; warmUp++) { // let the JIT compile the HMAC loop before timing it
-            hash.pbkdf2(password, salt, MIN_PBKDF2_ITERATIONS, keyLength);
-        }
+        // Grow the probe until one run is long enough to time (this also lets the JIT compile the HMAC loop),
+        // then keep the fastest of three runs: interference from other work only ever makes a run slower.
         int iterations = MIN_PBKDF2_ITERATIONS;
-        long elapsed;
-        while (true) {
-            long start = System.nanoTime();
-            hash.pbkdf2(password, salt, iterations, keyLength);
-            elapsed = System.nanoTime() - start;
-            if (elapsed >= MEASURE_AT_LEAST_NANOS || iterations > Integer.MAX_VALUE / 4) {
-                break;
-            }
+        while (timePbkdf2(hash, password, salt, iterations, keyLength) < MEASURE_AT_LEAST_NANOS
+                && iterations < Integer.MAX_VALUE / 4) {
             iterations *= 2;
         }
-        double perIteration = (double) elapsed / iterations;
+        long best = Long.MAX_VALUE;
+        for (int run = 0; run < 3; run++) {
+            best = Math.min(best, timePbkdf2(hash, password, salt, iterations, keyLength));
+        }
+        double perIteration = (double) best / iterations;
         long wanted = (long) (target.toNanos() / perIteration);
         return new Kdf.Pbkdf2(hash, (int) Math.max(MIN_PBKDF2_ITERATIONS, Math.min(Integer.MAX_VALUE, wanted)));
+    }
+
+    private static long timePbkdf2(LuksHash hash, byte[] password, byte[] salt, int iterations, int keyLength) {
+        long start = System.nanoTime();
+        hash.pbkdf2(password, salt, iterations, keyLength);
+        return System.nanoTime() - start;
     }
 
     /**
