@@ -1,0 +1,93 @@
+package io.stripestack.raid5;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import org.junit.jupiter.api.Test;
+
+class Md1SuperblockTest {
+
+    private static Md1Superblock sample(int disks) {
+        Md1Superblock sb = new Md1Superblock();
+        for (int i = 0; i < 16; i++) {
+            sb.setUuid[i] = (byte) (0xA0 + i);
+            sb.deviceUuid[i] = (byte) i;
+        }
+        sb.setName = "host:lun0";
+        sb.ctime = Md1Superblock.mdTime(1_700_000_000_123L);
+        sb.layout = 2;
+        sb.chunkSectors = 1024;
+        sb.raidDisks = disks;
+        sb.sizeSectors = 1024 * 100;
+        sb.dataOffsetSectors = 2048;
+        sb.dataSizeSectors = 1024 * 100 + 7;
+        sb.devNumber = 1;
+        sb.events = 42;
+        sb.devRoles = new int[disks];
+        for (int i = 0; i < disks; i++) {
+            sb.devRoles[i] = i;
+        }
+        sb.devRoles[disks - 1] = Md1Superblock.ROLE_FAULTY;
+        return sb;
+    }
+
+    /** md's checksum, computed independently: 16-bit and 32-bit sums over an IntBuffer view. */
+    private static int referenceChecksum(ByteBuffer block, int maxDev) {
+        ByteBuffer b = block.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+        int bytes = 256 + 2 * maxDev;
+        java.nio.IntBuffer words = b.duplicate().position(0).limit(bytes - bytes % 4).slice()
+                .order(ByteOrder.LITTLE_ENDIAN).asIntBuffer();
+        long sum = 0;
+        while (words.hasRemaining()) {
+            int index = words.position();
+            int w = words.get();
+            sum += index == 216 / 4 ? 0 : Integer.toUnsignedLong(w);
+        }
+        if (bytes % 4 == 2) {
+            sum += Short.toUnsignedInt(b.getShort(bytes - 2));
+        }
+        return (int) ((sum & 0xffffffffL) + (sum >>> 32));
+    }
+
+    @Test
+    void encodeDecodeRoundTripWithMdChecksum() {
+        for (int disks : new int[] {3, 4, 5}) {                 // odd and even max_dev (trailing 16-bit word)
+            Md1Superblock sb = sample(disks);
+            ByteBuffer block = sb.encode();
+            ByteBuffer le = block.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+            assertEquals(0xa92b4efc, le.getInt(0));
+            assertEquals(8, le.getLong(144), "super_offset");
+            assertEquals(referenceChecksum(block, disks), le.getInt(216));
+            Md1Superblock back = Md1Superblock.decode(block, "m1");
+            assertArrayEquals(sb.setUuid, back.setUuid);
+            assertEquals("host:lun0", back.setName);
+            assertEquals(sb.ctime, back.ctime);
+            assertEquals(1_700_000_000L, Md1Superblock.mdTimeSeconds(back.ctime));
+            assertEquals(42, back.events);
+            assertEquals(2048, back.dataOffsetSectors);
+            assertArrayEquals(sb.devRoles, back.devRoles);
+            assertTrue(back.isClean());
+        }
+    }
+
+    @Test
+    void decodeNamesTheMemberAndTheProblem() {
+        ByteBuffer block = sample(3).encode();
+        block.put(100, (byte) 1);                               // damage a byte covered by the checksum
+        IllegalArgumentException bad = assertThrows(IllegalArgumentException.class,
+                () -> Md1Superblock.decode(block, "/data/m2.img"));
+        assertTrue(bad.getMessage().contains("/data/m2.img") && bad.getMessage().contains("checksum"), bad.getMessage());
+        IllegalArgumentException none = assertThrows(IllegalArgumentException.class,
+                () -> Md1Superblock.decode(ByteBuffer.allocate(4096), "/data/x.img"));
+        assertTrue(none.getMessage().contains("/data/x.img") && none.getMessage().contains("no md superblock"));
+    }
+
+    @Test
+    void uuidFormatsLikeMdadm() {
+        assertEquals("a0a1a2a3:a4a5a6a7:a8a9aaab:acadaeaf", Md1Superblock.formatUuid(sample(3).setUuid));
+    }
+}
