@@ -23,7 +23,10 @@ public interface ScsiCommandRouter {
     /** The session ended: drop the nexus's unit attentions and RESERVE(6/10) reservations it held. */
     void nexusRemoved(String nexus);
 
-    /** LOGICAL UNIT RESET from {@code nexus}: clears reservations and queues unit attentions to others. */
+    /**
+     * LOGICAL UNIT RESET from {@code nexus}: clears RESERVE(6/10) reservations and queues a unit attention
+     * to every nexus, {@code nexus} included (SAM-5: all I_T nexuses learn of the reset).
+     */
     void lunReset(String nexus, long lun);
 
     /** TARGET WARM/COLD RESET from {@code nexus}. */

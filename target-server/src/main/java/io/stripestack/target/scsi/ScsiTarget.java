@@ -152,23 +152,29 @@ public final class ScsiTarget implements ScsiCommandRouter {
         }
     }
 
+    /**
+     * LOGICAL UNIT RESET: RESERVE(6/10) reservations end and every nexus, the one that asked included,
+     * gets BUS DEVICE RESET FUNCTION OCCURRED (SAM-5 5.14; every path of a multipath initiator must learn
+     * that its commands were aborted).
+     */
     @Override
     public void lunReset(String nexus, long lun) {
         LogicalUnit unit = logicalUnit(lun);
         if (unit != null) {
-            reset(unit, nexus);
+            reset(unit, UnitAttentions.DEVICE_RESET);
         }
     }
 
+    /** TARGET WARM/COLD RESET: as a logical unit reset of every unit, reported as POWER ON OR RESET. */
     @Override
     public void targetReset(String nexus) {
         for (LogicalUnit unit : units) {
-            reset(unit, nexus);
+            reset(unit, UnitAttentions.POWER_ON_RESET);
         }
     }
 
-    private static void reset(LogicalUnit unit, String nexus) {
+    private static void reset(LogicalUnit unit, int attention) {
         unit.reservations().reset();
-        unit.unitAttentions().raiseForOthers(nexus, UnitAttentions.POWER_ON_RESET);
+        unit.unitAttentions().raiseForOthers(null, attention);
     }
 }

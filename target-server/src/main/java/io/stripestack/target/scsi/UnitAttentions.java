@@ -13,6 +13,8 @@ import java.util.concurrent.ConcurrentHashMap;
 final class UnitAttentions {
     /** POWER ON, RESET, OR BUS DEVICE RESET OCCURRED. */
     static final int POWER_ON_RESET = 0x2900;
+    /** BUS DEVICE RESET FUNCTION OCCURRED (a LOGICAL UNIT RESET). */
+    static final int DEVICE_RESET = 0x2903;
     /** MODE PARAMETERS CHANGED. */
     static final int MODE_PARAMETERS_CHANGED = 0x2A01;
     /** RESERVATIONS PREEMPTED. */

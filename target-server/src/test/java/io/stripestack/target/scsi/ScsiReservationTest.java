@@ -71,11 +71,13 @@ class ScsiReservationTest {
             assertConflict(h.run(NEXUS_B, read10(0, 1), null));
             h.target.nexusRemoved(NEXUS_A);
             assertTrue(readWorks(h, NEXUS_B));
+            h.target.nexusAdded(NEXUS_A); // A logs in again
+            h.run(NEXUS_A, cdb(0, 0, 0, 0, 0, 0), null).assertCheck(SenseException.UNIT_ATTENTION, 0x29, 0x00);
             h.run(NEXUS_B, cdb(0x16, 0, 0, 0, 0, 0), null).assertGood();
             h.target.lunReset(NEXUS_A, 0);
-            h.run(NEXUS_A, cdb(0, 0, 0, 0, 0, 0), null).assertGood();
+            h.run(NEXUS_A, cdb(0, 0, 0, 0, 0, 0), null).assertCheck(SenseException.UNIT_ATTENTION, 0x29, 0x03);
             assertTrue(readWorks(h, NEXUS_A), "LOGICAL UNIT RESET released the RESERVE");
-            h.run(NEXUS_B, cdb(0, 0, 0, 0, 0, 0), null).assertCheck(SenseException.UNIT_ATTENTION, 0x29, 0x00);
+            h.run(NEXUS_B, cdb(0, 0, 0, 0, 0, 0), null).assertCheck(SenseException.UNIT_ATTENTION, 0x29, 0x03);
         }
     }
 

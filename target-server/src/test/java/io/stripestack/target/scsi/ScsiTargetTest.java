@@ -119,13 +119,19 @@ class ScsiTargetTest {
     }
 
     @Test
-    void resetsQueueUnitAttentionsForOtherNexusesAndRemovedNexusesAreForgotten() {
+    void resetsQueueUnitAttentionsForEveryNexusAndRemovedNexusesAreForgotten() {
         try (ScsiHarness h = new ScsiHarness(unit("a"))) {
             h.run(NEXUS_A, TUR, null).assertGood();
             h.run(NEXUS_B, TUR, null).assertGood();
-            h.target.targetReset(NEXUS_A);
+            h.target.lunReset(NEXUS_A, 0);
+            h.run(NEXUS_A, TUR, null).assertCheck(SenseException.UNIT_ATTENTION, 0x29, 0x03);
+            h.run(NEXUS_B, TUR, null).assertCheck(SenseException.UNIT_ATTENTION, 0x29, 0x03);
             h.run(NEXUS_A, TUR, null).assertGood();
+            h.target.targetReset(NEXUS_A);
+            h.run(NEXUS_A, TUR, null).assertCheck(SenseException.UNIT_ATTENTION, 0x29, 0x00);
             h.run(NEXUS_B, TUR, null).assertCheck(SenseException.UNIT_ATTENTION, 0x29, 0x00);
+            h.target.lunReset(NEXUS_A, 9); // no such LUN: nothing happens
+            h.run(NEXUS_A, TUR, null).assertGood();
             h.target.nexusAdded(NEXUS_B);
             h.target.nexusRemoved(NEXUS_B);
             h.run(NEXUS_B, TUR, null).assertGood();
