@@ -477,4 +477,40 @@ class IscsiConnectionTest {
             assertEquals(36, i.readResult(tag).getKey().length);
         }
     }
+
+    @Test
+    void loginTextSplitWithTheContinueBitIsJoined() {
+        try (IscsiTestInitiator i = IscsiTestInitiator.withMemoryLun(IscsiTestInitiator.settings().build())) {
+            byte[] all = IscsiTestInitiator.keys("InitiatorName=" + IscsiTestInitiator.INITIATOR_IQN,
+                    "TargetName=" + IscsiTestInitiator.TARGET_IQN, "MaxRecvDataSegmentLength=65536");
+            int cut = 20; // in the middle of a key
+            i.send(i.loginHeader(0x40 | 1 << 2, cut), Arrays.copyOfRange(all, 0, cut));
+            Response partial = i.next();
+            assertEquals(0, partial.shortAt(36));
+            assertEquals(0, partial.data.length, "empty answer while the request continues");
+            assertEquals(1 << 2, partial.flags(), "CSG echoed, no transit");
+            i.send(i.loginHeader(0x80 | 1 << 2 | 3, all.length - cut), Arrays.copyOfRange(all, cut, all.length));
+            Response done = i.next();
+            assertEquals(0, done.shortAt(36));
+            assertEquals(0x80 | 1 << 2 | 3, done.flags());
+            assertEquals("262144", done.keys().get("MaxRecvDataSegmentLength"));
+        }
+    }
+
+    @Test
+    void oversizedDataSegmentInFullFeaturePhaseIsRejectedAndTheSessionContinues() {
+        IscsiServerSettings settings = IscsiTestInitiator.settings().maxRecvDataSegmentLength(8192).build();
+        try (IscsiTestInitiator i = IscsiTestInitiator.withMemoryLun(settings)) {
+            i.loginNormal("InitialR2T=Yes");
+            int write = i.scsiCommand(IscsiTestInitiator.write10(0, 32), 16384, false, true, null, true);
+            Response r2t = i.next();
+            assertEquals(Bhs.OP_R2T, r2t.opcode());
+            i.dataOut(write, r2t.ttt(), 0, new byte[16384], 0, true);
+            Response reject = i.next();
+            assertEquals(Bhs.OP_REJECT, reject.opcode());
+            assertEquals(Bhs.REJECT_PROTOCOL_ERROR, reject.byte2());
+            int tag = i.scsiCommand(IscsiTestInitiator.inquiry(36), 36, true, false, null, true);
+            assertEquals(0, i.readResult(tag).getValue().byte3(), "framing resumed after the skipped segment");
+        }
+    }
 }
