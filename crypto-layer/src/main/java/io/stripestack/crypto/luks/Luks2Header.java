@@ -341,6 +341,9 @@ public final class Luks2Header extends LuksHeader {
             Kdf kdf = f.kdf(f.map(k, "kdf"), at + ".kdf");
             byte[] salt = f.base64(f.map(k, "kdf"), "salt", at + ".kdf");
             int priority = k.containsKey("priority") ? f.integer(k, "priority", at) : 1;
+            if (priority < 0 || priority > 2) {
+                throw f.invalid(at + ".priority " + priority + " is not 0 (ignore), 1 (normal) or 2 (prefer)");
+            }
             String digestId = digestOfSlot.get(id);
             if (digestId != null && !digests.get(digestId).segments().contains(segmentId)) {
                 digestId = null; // bound to a digest of no data segment: cannot unlock the volume

@@ -38,6 +38,10 @@ public record LuksFormatOptions(int version, String cipherSpec, int keyBytes, Lu
         if (version == 1 && kdf != null && !(kdf instanceof Kdf.Pbkdf2)) {
             throw new IllegalArgumentException("LUKS1 keyslots use PBKDF2 only, not " + kdf.typeName() + "; use LUKS2 for Argon2");
         }
+        if (version == 1 && kdf instanceof Kdf.Pbkdf2 pbkdf2 && pbkdf2.hash() != hash) {
+            throw new IllegalArgumentException("LUKS1 keyslots use the header's hash (" + hash.luksName() + ") for PBKDF2, not "
+                    + pbkdf2.hash().luksName() + "; give the same hash to both");
+        }
         if (version == 1 && sectorSize != 512) {
             throw new IllegalArgumentException("LUKS1 encrypts 512-byte sectors only; use LUKS2 for --sector-size " + sectorSize);
         }

@@ -131,7 +131,8 @@ public abstract sealed class LuksHeader implements Closeable permits Luks1Header
      */
     public VolumeKey unlock(byte[] passphrase, String source) throws IOException {
         LuksHeaderException unaffordable = null;
-        for (int slot : unlockOrder()) {
+        List<Integer> order = unlockOrder();
+        for (int slot : order) {
             try {
                 VolumeKey key = tryKeyslot(keyslot(slot), passphrase);
                 if (key != null) {
@@ -145,7 +146,7 @@ public abstract sealed class LuksHeader implements Closeable permits Luks1Header
             throw unaffordable;
         }
         throw new LuksPassphraseException(device.name() + ": no keyslot matches the passphrase from " + source
-                + " (" + activeKeyslots().size() + " active keyslots tried); check the passphrase or key file "
+                + " (tried keyslots " + order + " of active " + activeKeyslots() + "); check the passphrase or key file "
                 + "(a key file is used byte for byte, a trailing newline included)");
     }
 

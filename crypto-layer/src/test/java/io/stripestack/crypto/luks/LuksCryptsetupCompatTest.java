@@ -62,8 +62,8 @@ class LuksCryptsetupCompatTest {
                 Arguments.of("luks1 xts-512", cheap(LuksFormatOptions.luks1())),
                 Arguments.of("luks1 cbc-essiv-256 align 2048",
                         cheap(LuksFormatOptions.luks1()).withCipher("aes-cbc-essiv:sha256", 256).withAlignPayload(2048)),
-                Arguments.of("luks1 sha1", cheap(LuksFormatOptions.luks1()).withHash(LuksHash.SHA1)
-                        .withKdf(new Kdf.Pbkdf2(LuksHash.SHA1, 1000)).withCipher("aes-xts-plain64", 256)),
+                Arguments.of("luks1 sha1", cheap(LuksFormatOptions.luks1().withHash(LuksHash.SHA1))
+                        .withCipher("aes-xts-plain64", 256)),
                 Arguments.of("luks2 xts-512 pbkdf2", cheap(LuksFormatOptions.luks2()).withKdf(CHEAP_PBKDF2)),
                 Arguments.of("luks2 cbc-essiv argon2id 4096", cheap(LuksFormatOptions.luks2())
                         .withCipher("aes-cbc-essiv:sha256", 256).withSectorSize(4096).withLabel("lun0")),
@@ -222,6 +222,20 @@ class LuksCryptsetupCompatTest {
         runOk("cryptsetup", "repair", "--batch-mode", image.toString());
         try (LuksHeader header = LuksHeader.open(image, false)) {
             header.unlock(pass, passFile.toString()).close();
+        }
+    }
+
+    /** Keyslot priorities set by {@code cryptsetup config}: "ignore" slots are skipped unless named. */
+    @Test
+    void keyslotPrioritySetByCryptsetupIsHonoured() throws Exception {
+        cryptsetupFormat(List.of("--type", "luks2", "--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"));
+        runOk("cryptsetup", "config", "--priority", "ignore", "--key-slot", "0", image.toString());
+        try (LuksHeader header = LuksHeader.open(image, false)) {
+            assertTrue(header.dump().contains("Priority:   ignored"), header.dump());
+            assertThrowsPassphrase(header, pass);
+            try (VolumeKey key = header.unlock(pass, 0, passFile.toString())) {
+                assertEquals(0, key.keyslot());
+            }
         }
     }
 

@@ -31,7 +31,8 @@ final class LuksTestSupport {
     }
 
     static LuksFormatOptions cheap(LuksFormatOptions options) {
-        return options.withKdf(options.version() == 1 ? CHEAP_PBKDF2 : CHEAP_ARGON2).withDigestIterations(1000);
+        return options.withKdf(options.version() == 1 ? new Kdf.Pbkdf2(options.hash(), 1000) : CHEAP_ARGON2)
+                .withDigestIterations(1000);
     }
 
     /** XORs {@code mask} into the byte at {@code offset}. */
