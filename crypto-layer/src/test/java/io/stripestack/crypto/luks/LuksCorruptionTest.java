@@ -200,7 +200,7 @@ class LuksCorruptionTest {
         Random random = new Random(9);
         Object[] replacements = {"x", -1, 0, 1L << 40, "99999999999999999", "-5", new java.util.LinkedHashMap<>(),
                 new java.util.ArrayList<>(), true, "sha1", "aes-cbc-plain"};
-        for (int round = 0; round < 150; round++) {
+        for (int round = 0; round < 100; round++) {
             java.util.Map<String, Object> tree = LuksJson.parseObject(json, "test");
             java.util.Map<String, Object> parent = tree;
             String key = null;
