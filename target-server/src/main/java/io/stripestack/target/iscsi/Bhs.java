@@ -28,6 +28,7 @@ final class Bhs {
     static final int OP_DATA_IN = 0x25;
     static final int OP_LOGOUT_RESPONSE = 0x26;
     static final int OP_R2T = 0x31;
+    static final int OP_ASYNC_MESSAGE = 0x32;
     static final int OP_REJECT = 0x3f;
 
     static final int IMMEDIATE_BIT = 0x40;

@@ -44,6 +44,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     private static final int TMF_LUN_DOES_NOT_EXIST = 2;
     private static final int TMF_REASSIGNMENT_NOT_SUPPORTED = 4;
     private static final int TMF_NOT_SUPPORTED = 5;
+    private static final int ASYNC_EVENT_LOGOUT_REQUEST = 1;
     private static final int LOGOUT_CLOSE_SESSION = 0;
     private static final int LOGOUT_CLOSE_CONNECTION = 1;
     private static final int LOGOUT_CONNECTION_RECOVERY_NOT_SUPPORTED = 2;
@@ -86,6 +87,8 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     private int pendingLogoutItt;
     private boolean logoutPending;
     private boolean draining;
+    /** The target asked the initiator to log out and gives it until the drain grace ends. */
+    private boolean awaitingRequestedLogout;
     private Promise<Void> drained;
     private ByteBuf pendingTextResponse;
     private int pendingTextTtt;
@@ -1004,31 +1007,52 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     }
 
     /**
-     * Stops taking commands and closes the connection once no command is executing; the returned
-     * promise completes when it is closed. Safe from any thread.
+     * Graceful close: stops taking commands, asks a logged-in initiator to log out (Async Message,
+     * RFC 7143 section 11.9) and closes the connection once no command is executing and the
+     * initiator logged out or half the drain timeout passed. The promise completes when the
+     * connection is closed. Safe from any thread.
      */
     Promise<Void> drain() {
         Promise<Void> promise = ctx.executor().newPromise();
         ctx.executor().execute(() -> {
             draining = true;
             drained = promise;
-            if (!ctx.channel().isActive()) {
-                promise.trySuccess(null);
-            } else {
-                completeDrainIfIdle();
+            if (ctx.channel().isActive() && fullFeature && target != null && !closing) {
+                long graceMillis = server.settings.drainTimeout().toMillis() / 2;
+                sendAsyncLogoutRequest((int) Math.max(1, graceMillis / 1000));
+                ctx.flush();
+                awaitingRequestedLogout = true;
+                ctx.executor().schedule(() -> {
+                    awaitingRequestedLogout = false;
+                    completeDrainIfIdle();
+                }, graceMillis, TimeUnit.MILLISECONDS);
             }
+            completeDrainIfIdle();
         });
         return promise;
     }
 
+    private void sendAsyncLogoutRequest(int secondsToLogout) {
+        ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
+        Bhs.begin(h, Bhs.OP_ASYNC_MESSAGE, Bhs.FINAL_BIT, 0);
+        h.setInt(Bhs.OFF_ITT, Bhs.RESERVED_TAG);
+        h.setInt(Bhs.OFF_STAT_SN, statSn++);
+        h.setInt(Bhs.OFF_EXP_CMD_SN, expCmdSn);
+        h.setInt(Bhs.OFF_MAX_CMD_SN, maxCmdSn);
+        h.setByte(36, ASYNC_EVENT_LOGOUT_REQUEST);
+        h.setShort(42, secondsToLogout);
+        ctx.write(IscsiPdu.of(h, null), ctx.voidPromise());
+    }
+
     private void completeDrainIfIdle() {
-        if (draining && executing == 0) {
-            if (ctx.channel().isActive()) {
-                ctx.flush();
-                ctx.close().addListener(f -> drained.trySuccess(null));
-            } else {
-                drained.trySuccess(null);
-            }
+        if (!draining) {
+            return;
+        }
+        if (!ctx.channel().isActive()) {
+            drained.trySuccess(null);
+        } else if (executing == 0 && !awaitingRequestedLogout) {
+            ctx.flush();
+            ctx.close().addListener(f -> drained.trySuccess(null));
         }
     }
 

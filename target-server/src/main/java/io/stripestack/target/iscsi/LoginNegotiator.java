@@ -3,6 +3,7 @@ package io.stripestack.target.iscsi;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.function.Function;
+import java.util.function.IntConsumer;
 
 /**
  * The login phase of one connection (RFC 7143 sections 6 and 12-13): stage transitions, target and
@@ -331,6 +332,10 @@ final class LoginNegotiator {
             }
             return negotiateNormalSessionKey(key, value, response);
         }
+        if (key.startsWith("X#")) {
+            // IANA-registered declarative keys such as X#NodeArchitecture want no answer
+            return STATUS_SUCCESS;
+        }
         response.put(key, isTargetDeclaration(key) ? REJECT : NOT_UNDERSTOOD);
         return STATUS_SUCCESS;
     }
@@ -409,7 +414,7 @@ final class LoginNegotiator {
     }
 
     private static int minimum(String key, String value, long min, long max, int ours,
-            Map<String, String> response, java.util.function.IntConsumer result) {
+            Map<String, String> response, IntConsumer result) {
         long n = numberInRange(value, min, max);
         if (n < 0) {
             response.put(key, REJECT);

@@ -513,4 +513,54 @@ class IscsiConnectionTest {
             assertEquals(0, i.readResult(tag).getValue().byte3(), "framing resumed after the skipped segment");
         }
     }
+
+    @Test
+    void drainAsksForLogoutAnswersItAndCloses() {
+        IscsiServerSettings settings = IscsiTestInitiator.settings().drainTimeout(java.time.Duration.ofSeconds(10)).build();
+        try (IscsiTestInitiator i = IscsiTestInitiator.withMemoryLun(settings)) {
+            i.channel.freezeTime();
+            i.loginNormal();
+            i.deferExecution();
+            int read = i.scsiCommand(IscsiTestInitiator.read10(0, 1), 512, true, false, null, true);
+            io.netty.util.concurrent.Future<Void> drained = i.connection.drain();
+            Response async = i.next();
+            assertEquals(Bhs.OP_ASYNC_MESSAGE, async.opcode());
+            assertEquals(1, async.intAt(36) >>> 24, "AsyncEvent: target requests logout");
+            assertEquals(5, async.shortAt(42), "seconds to log out");
+            int refused = i.scsiCommand(IscsiTestInitiator.inquiry(36), 36, true, false, null, true);
+            Response reject = i.next();
+            assertEquals(Bhs.OP_REJECT, reject.opcode(), "no new commands while draining");
+            assertEquals(Bhs.REJECT_WAITING_FOR_LOGOUT, reject.byte2());
+            assertEquals(refused, ByteBuffer.wrap(reject.data).getInt(16));
+            ByteBuf logout = IscsiTestInitiator.bhs(Bhs.OP_LOGOUT_REQUEST | Bhs.IMMEDIATE_BIT, 0x80, 0);
+            logout.setInt(16, 0x77);
+            logout.setInt(24, i.cmdSn);
+            i.send(logout, null);
+            assertFalse(i.hasNext(), "logout answered only after the executing read");
+            i.runDeferred();
+            assertEquals(read, i.readResult(read).getValue().itt(), "the executing read still completes");
+            Response bye = i.next();
+            assertEquals(Bhs.OP_LOGOUT_RESPONSE, bye.opcode());
+            i.channel.runPendingTasks();
+            assertFalse(i.channel.isActive());
+            assertTrue(drained.isSuccess());
+        }
+    }
+
+    @Test
+    void drainClosesAfterTheGraceWhenTheInitiatorIgnoresTheLogoutRequest() {
+        IscsiServerSettings settings = IscsiTestInitiator.settings().drainTimeout(java.time.Duration.ofSeconds(4)).build();
+        try (IscsiTestInitiator i = IscsiTestInitiator.withMemoryLun(settings)) {
+            i.channel.freezeTime();
+            i.loginNormal();
+            io.netty.util.concurrent.Future<Void> drained = i.connection.drain();
+            assertEquals(Bhs.OP_ASYNC_MESSAGE, i.next().opcode());
+            assertTrue(i.channel.isActive());
+            i.channel.advanceTimeBy(2100, java.util.concurrent.TimeUnit.MILLISECONDS);
+            i.channel.runScheduledPendingTasks();
+            i.channel.runPendingTasks();
+            assertFalse(i.channel.isActive());
+            assertTrue(drained.isSuccess());
+        }
+    }
 }

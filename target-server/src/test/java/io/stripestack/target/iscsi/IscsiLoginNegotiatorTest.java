@@ -55,7 +55,7 @@ class IscsiLoginNegotiatorTest {
                 "InitialR2T=No", "ImmediateData=No", "DefaultTime2Wait=0", "DefaultTime2Retain=60",
                 "ErrorRecoveryLevel=2", "MaxConnections=4", "HeaderDigest=CRC32C,None", "DataDigest=CRC32C",
                 "DataPDUInOrder=No", "MaxRecvDataSegmentLength=0x4000", "OFMarkInt=2048~8192",
-                "X-com.example.Foo=1", "Bogus=1", "MaxBurstLength2=1"));
+                "X-com.example.Foo=1", "Bogus=1", "MaxBurstLength2=1", "X#NodeArchitecture=Linux"));
         assertTrue(step.enteredFullFeature());
         Map<String, String> k = step.keys;
         assertEquals("65536", k.get("MaxBurstLength"), "min");
@@ -74,6 +74,7 @@ class IscsiLoginNegotiatorTest {
         assertEquals("Reject", k.get("OFMarkInt"));
         assertEquals("NotUnderstood", k.get("X-com.example.Foo"));
         assertEquals("NotUnderstood", k.get("Bogus"));
+        assertFalse(k.containsKey("X#NodeArchitecture"), "declarative, no answer");
         assertEquals("1", k.get("TargetPortalGroupTag"));
         NegotiatedParameters p = n.parameters();
         assertEquals(16384, p.initiatorMaxRecvDataSegmentLength, "hex value parsed");

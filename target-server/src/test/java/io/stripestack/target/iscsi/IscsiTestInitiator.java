@@ -59,6 +59,7 @@ final class IscsiTestInitiator implements AutoCloseable {
     final EmbeddedChannel channel;
     final ServerContext server;
     final TrackingAllocator allocator = new TrackingAllocator();
+    final IscsiConnection connection;
     /** Commands handed to the I/O executor and not run yet (see {@link #deferExecution}). */
     final ArrayDeque<Runnable> deferred = new ArrayDeque<>();
     private boolean deferExecution;
@@ -82,7 +83,8 @@ final class IscsiTestInitiator implements AutoCloseable {
         PduEncoder encoder = new PduEncoder();
         this.channel = new EmbeddedChannel(false, false);
         channel.config().setAllocator(allocator);
-        channel.pipeline().addLast(decoder, encoder, new IscsiConnection(server, decoder, encoder));
+        this.connection = new IscsiConnection(server, decoder, encoder);
+        channel.pipeline().addLast(decoder, encoder, connection);
         try {
             channel.register();
         } catch (Exception e) {
