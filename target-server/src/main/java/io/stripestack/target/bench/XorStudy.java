@@ -1,0 +1,114 @@
+package io.stripestack.target.bench;
+
+import io.stripestack.raid5.Xor;
+import io.stripestack.target.bench.ResultTable.Column;
+import io.stripestack.target.config.Sizes;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Seed 002: every XOR routine's speed (like the kernel's "raid5: measuring checksumming speed" lines) for
+ * the source counts of 3-, 4-, 5- and 8-member arrays, in L1/L2-sized and chunk-sized buffers, against a
+ * plain copy, and which routine {@link Xor#best()} chose at start-up.
+ */
+final class XorStudy implements Study {
+    private static final int[] SOURCES = {2, 3, 4, 7};
+
+    @Override
+    public String name() {
+        return "xor";
+    }
+
+    @Override
+    public String title() {
+        return "XOR routines (seed 002)";
+    }
+
+    @Override
+    public Result run(Bench bench) {
+        BenchSettings s = bench.settings();
+        int[] sizes = s.quick() ? new int[] {4096} : new int[] {4096, 256 << 10};
+        Xor chosen = Xor.best();
+        long chosenMbps = Xor.bestMegabytesPerSecond();
+        List<Xor> routines = Xor.candidates();
+        ResultTable table = new ResultTable("XOR MB/s of destination bytes; 'vs chosen' = routine / the routine"
+                + " Xor.best() picked, same sources and buffer", List.of(
+                Column.text("routine", "routine"),
+                Column.number("sources", "sources", 0),
+                Column.text("buffer", "buffer"),
+                Column.stat("mbps", "MB/s", 0),
+                Column.text("chosen", "chosen"),
+                Column.number("vs_chosen", "vs chosen", 2)));
+        List<String> groups = new ArrayList<>();
+        for (int size : sizes) {
+            for (int sources : SOURCES) {
+                groups.add(sources + " src, " + Sizes.format(size));
+            }
+        }
+        List<String> series = new ArrayList<>();
+        for (Xor r : routines) {
+            series.add(r.name());
+        }
+        BarChart chart = new BarChart("XOR routines: MB/s by sources and buffer size", "MB/s (median, whiskers min..max)",
+                groups, series);
+        int group = 0;
+        for (int size : sizes) {
+            for (int sources : SOURCES) {
+                Stat[] stats = new Stat[routines.size()];
+                Stat chosenStat = null;
+                for (int r = 0; r < routines.size(); r++) {
+                    stats[r] = measure(routines.get(r), sources, size, s);
+                    if (routines.get(r) == chosen) {
+                        chosenStat = stats[r];
+                    }
+                }
+                for (int r = 0; r < routines.size(); r++) {
+                    Xor routine = routines.get(r);
+                    table.add(routine.name(), sources, Sizes.format(size), stats[r], routine == chosen ? "yes" : "",
+                            Stat.ratio(stats[r].median(), chosenStat.median()));
+                    chart.set(r, group, stats[r]);
+                }
+                group++;
+            }
+        }
+        StringBuilder copies = new StringBuilder("baseline, copying one direct buffer into another (ByteBuffer.put):");
+        for (int size : sizes) {
+            copies.append(String.format(java.util.Locale.ROOT, " %s %.0f MB/s;", Sizes.format(size),
+                    copySpeed(size, s).median()));
+        }
+        List<String> notes = List.of(copies.toString(),
+                "Xor.best() chose " + chosen.name() + " at start-up (" + chosenMbps + " MB/s, 4 sources of 4 KiB, best of 12"
+                        + " 1-ms rounds)",
+                "each figure: routine warmed up for " + s.xorMillis() + " ms, then " + s.repeat() + " runs of "
+                        + s.xorMillis() + " ms; MB/s counts destination bytes (sources x that were read)");
+        return new Result(table, chart, notes);
+    }
+
+    private static Stat measure(Xor routine, int sources, int size, BenchSettings s) {
+        Xor.measure(routine, sources, size, s.xorMillis());
+        double[] runs = new double[s.repeat()];
+        for (int i = 0; i < runs.length; i++) {
+            runs[i] = Xor.measure(routine, sources, size, s.xorMillis());
+        }
+        return Stat.of(runs);
+    }
+
+    /** MB/s of copying one direct buffer into another, the baseline a parity computation competes with. */
+    private static Stat copySpeed(int size, BenchSettings s) {
+        ByteBuffer src = ByteBuffer.allocateDirect(size);
+        ByteBuffer dst = ByteBuffer.allocateDirect(size);
+        double[] runs = new double[s.repeat() + 1];
+        for (int i = 0; i < runs.length; i++) {
+            long copied = 0;
+            long start = System.nanoTime();
+            long deadline = start + s.xorMillis() * 1_000_000L;
+            do {
+                dst.put(0, src, 0, size);
+                copied += size;
+            } while (System.nanoTime() < deadline);
+            runs[i] = copied * 1000.0 / Math.max(1, System.nanoTime() - start);
+        }
+        return Stat.of(java.util.Arrays.copyOfRange(runs, 1, runs.length));
+    }
+}

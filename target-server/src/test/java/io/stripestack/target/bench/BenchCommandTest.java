@@ -1,0 +1,163 @@
+package io.stripestack.target.bench;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayInputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.stream.Stream;
+import javax.xml.parsers.DocumentBuilderFactory;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.w3c.dom.Document;
+import org.w3c.dom.Element;
+import org.w3c.dom.NodeList;
+import picocli.CommandLine;
+
+/**
+ * Runs every study of {@code stripestack bench --quick} for real (tiny arrays in a temporary directory)
+ * and checks the files it writes: the CSV header, rows of positive figures, and a well-formed SVG with
+ * one bar per measured cell. No speed is asserted.
+ */
+class BenchCommandTest {
+    @TempDir
+    Path tmp;
+
+    private Path out;
+
+    private void runStudy(String study) {
+        out = tmp.resolve("out");
+        int code = new CommandLine(new BenchCommand()).execute("--study", study, "--quick", "--dir",
+                tmp.resolve("scratch").toString(), "--out", out.toString());
+        assertEquals(0, code, "bench --study " + study + " --quick exit code");
+    }
+
+    @Test
+    void alignmentStudyWritesTableAndChart() throws Exception {
+        runStudy("alignment");
+        List<String[]> rows = csvRows("alignment", "offset,stack,read_mbps,read_mbps_min,read_mbps_max,read_cpu_pct,"
+                + "read_cpu_pct_min,read_cpu_pct_max,write_mbps,write_mbps_min,write_mbps_max,write_cpu_pct,"
+                + "write_cpu_pct_min,write_cpu_pct_max,prereads_per_gib,prereads_per_gib_min,prereads_per_gib_max,"
+                + "preread_mib_per_gib,preread_mib_per_gib_min,preread_mib_per_gib_max,partial_rows_per_gib,"
+                + "partial_rows_per_gib_min,partial_rows_per_gib_max,read_vs_aligned,write_vs_aligned,ra_none_mbps,"
+                + "ra_none_mbps_min,ra_none_mbps_max,ra_top_mbps,ra_top_mbps_min,ra_top_mbps_max,ra_above_raid_mbps,"
+                + "ra_above_raid_mbps_min,ra_above_raid_mbps_max");
+        assertEquals(10, rows.size(), "5 offsets x plain/encrypted");
+        for (String[] row : rows) {
+            assertPositive(row, 2, 8, 23, 24, 25, 28, 31);
+        }
+        // The 81 KiB offset splits every stripe write into two partial rows; a stripe-aligned one fills whole rows.
+        // (Whether a partial row needs a pre-read depends on what the stripe cache still holds: not asserted.)
+        for (String stack : new String[] {"plain", "encrypted"}) {
+            String[] misaligned = find(rows, "81KiB", stack);
+            String[] aligned = find(rows, "192KiB (stripe)", stack);
+            assertTrue(Double.parseDouble(misaligned[20]) > 0, stack + ": 81 KiB offset wrote no partial rows");
+            assertEquals(0.0, Double.parseDouble(aligned[20]), stack + ": stripe-aligned writes wrote partial rows");
+            assertEquals(0.0, Double.parseDouble(aligned[14]), stack + ": stripe-aligned writes needed pre-reads");
+        }
+        assertEquals(20, bars("alignment"), "5 offsets x 4 series");
+    }
+
+    @Test
+    void raid5VsRaid0StudyWritesTableAndChart() throws Exception {
+        runStudy("raid5-vs-raid0");
+        List<String[]> rows = csvRows("raid5-vs-raid0", "chunk,array,stripe_cache,check_parity_on_reads,workload,mbps,"
+                + "mbps_min,mbps_max,cpu_pct,cpu_pct_min,cpu_pct_max,cpu_ms_per_gib,cpu_ms_per_gib_min,cpu_ms_per_gib_max,"
+                + "mbps_vs_raid0,cpu_vs_raid0");
+        // 2 chunks x (2 parity settings x 2 cache sizes + raid0) x 2 workloads
+        assertEquals(20, rows.size());
+        for (String[] row : rows) {
+            assertPositive(row, 5, 14);
+        }
+        assertEquals(20, bars("raid5-vs-raid0"));
+    }
+
+    @Test
+    void writePathStudyCountsPreReadsOnlyForPartialWrites() throws Exception {
+        runStudy("writes");
+        List<String[]> rows = csvRows("writes", "pattern,request,queue_depth,mbps,mbps_min,mbps_max,cpu_pct,cpu_pct_min,"
+                + "cpu_pct_max,cpu_ms_per_gib,cpu_ms_per_gib_min,cpu_ms_per_gib_max,full_stripe_per_gib,"
+                + "full_stripe_per_gib_min,full_stripe_per_gib_max,rmw_per_gib,rmw_per_gib_min,rmw_per_gib_max,"
+                + "reconstruct_per_gib,reconstruct_per_gib_min,reconstruct_per_gib_max,prereads_per_gib,prereads_per_gib_min,"
+                + "prereads_per_gib_max,preread_mib_per_gib,preread_mib_per_gib_min,preread_mib_per_gib_max,mbps_vs_aligned");
+        assertEquals(7, rows.size());
+        for (String[] row : rows) {
+            assertPositive(row, 2, 3, 27);
+        }
+        String[] aligned = find(rows, "full stripe aligned", "192KiB");
+        assertTrue(Double.parseDouble(aligned[12]) > 0, "aligned stripe writes counted no full-stripe writes");
+        assertEquals(0.0, Double.parseDouble(aligned[15]) + Double.parseDouble(aligned[18]), "aligned writes counted partial rows");
+        assertEquals(0.0, Double.parseDouble(aligned[21]), "aligned stripe writes pre-read members");
+        String[] small = find(rows, "4KiB random", "4KiB");
+        assertTrue(Double.parseDouble(small[15]) + Double.parseDouble(small[18]) > 0, "4 KiB writes counted no partial rows");
+        assertEquals(7, bars("writes"));
+    }
+
+    @Test
+    void xorStudyMeasuresEveryRoutine() throws Exception {
+        runStudy("xor");
+        List<String[]> rows = csvRows("xor", "routine,sources,buffer,mbps,mbps_min,mbps_max,chosen,vs_chosen");
+        int routines = io.stripestack.raid5.Xor.candidates().size();
+        assertEquals(routines * 4, rows.size(), "every routine at 4 source counts");
+        long chosen = rows.stream().filter(r -> r[6].equals("yes")).count();
+        assertEquals(4, chosen, "the chosen routine is marked once per source count");
+        for (String[] row : rows) {
+            assertPositive(row, 1, 3, 7);
+        }
+        assertEquals(routines * 4, bars("xor"));
+        assertTrue(Files.readString(out.resolve("xor.txt")).contains("cores available"), "machine description missing");
+        try (Stream<Path> left = Files.list(tmp.resolve("scratch"))) {
+            assertFalse(left.findAny().isPresent(), "the run's scratch directory was left behind");
+        }
+    }
+
+    @Test
+    void unknownStudyIsRefusedNamingTheChoices() {
+        CommandLine cli = new CommandLine(new BenchCommand());
+        java.io.StringWriter err = new java.io.StringWriter();
+        cli.setErr(new java.io.PrintWriter(err));
+        cli.setExecutionExceptionHandler((ex, commandLine, parseResult) -> {
+            commandLine.getErr().println(ex.getMessage());
+            return 1;
+        });
+        assertEquals(1, cli.execute("--study", "nonsense", "--quick", "--dir", tmp.toString(), "--out", tmp.toString()));
+        assertTrue(err.toString().contains("alignment"), err.toString());
+    }
+
+    private List<String[]> csvRows(String study, String expectedHeader) throws Exception {
+        List<String> lines = Files.readAllLines(out.resolve(study + ".csv"));
+        assertEquals(expectedHeader, lines.get(0));
+        return lines.subList(1, lines.size()).stream().map(l -> l.split(",", -1)).toList();
+    }
+
+    private static String[] find(List<String[]> rows, String first, String second) {
+        return rows.stream().filter(r -> r[0].equals(first) && r[1].equals(second)).findFirst()
+                .orElseThrow(() -> new AssertionError("no row " + first + " / " + second));
+    }
+
+    private static void assertPositive(String[] row, int... columns) {
+        for (int c : columns) {
+            double v = Double.parseDouble(row[c]);
+            assertTrue(v > 0 && Double.isFinite(v), "column " + c + " of " + String.join(",", row) + " is not positive");
+        }
+    }
+
+    private int bars(String study) throws Exception {
+        byte[] svg = Files.readAllBytes(out.resolve(study + ".svg"));
+        Document doc = DocumentBuilderFactory.newInstance().newDocumentBuilder().parse(new ByteArrayInputStream(svg));
+        assertEquals("svg", doc.getDocumentElement().getTagName());
+        NodeList rects = doc.getElementsByTagName("rect");
+        int bars = 0;
+        for (int i = 0; i < rects.getLength(); i++) {
+            Element r = (Element) rects.item(i);
+            if (r.getAttribute("class").equals("bar")) {
+                assertTrue(Double.parseDouble(r.getAttribute("height")) >= 0);
+                bars++;
+            }
+        }
+        return bars;
+    }
+}
