@@ -271,10 +271,6 @@ final class Reservations {
         if ((p[20] & 0x01) != 0) {
             throw SenseException.invalidFieldInParameterList(20, 0); // APTPL: nothing survives a restart
         }
-        if (reserveHolder != null && !reserveHolder.equals(cmd.nexus())) {
-            cmd.completeWithStatus(ScsiCommand.RESERVATION_CONFLICT);
-            return;
-        }
         String nexus = cmd.nexus();
         long key = Cdb.u64(p, 0);
         long serviceKey = Cdb.u64(p, 8);

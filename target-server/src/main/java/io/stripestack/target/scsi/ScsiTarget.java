@@ -1,6 +1,7 @@
 package io.stripestack.target.scsi;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
@@ -49,7 +50,7 @@ public final class ScsiTarget implements ScsiCommandRouter {
 
     /** The logical unit with that number, or null. */
     public LogicalUnit logicalUnit(long lun) {
-        int i = java.util.Arrays.binarySearch(lunNumbers, lun);
+        int i = Arrays.binarySearch(lunNumbers, lun);
         return i >= 0 ? units[i] : null;
     }
 
@@ -73,8 +74,9 @@ public final class ScsiTarget implements ScsiCommandRouter {
         } catch (SenseException e) {
             cmd.checkCondition(e.toFixedFormat());
         } catch (RuntimeException e) {
-            log.error("LUN {}: opcode 0x{} from {} failed unexpectedly", cmd.lun(), Integer.toHexString(cmd.opcode()),
-                    cmd.nexus(), e);
+            LogicalUnit unit = logicalUnit(cmd.lun());
+            log.error("LUN {} ({}): opcode 0x{} from {} failed unexpectedly, answered HARDWARE ERROR", cmd.lun(),
+                    unit == null ? "no device" : unit.device().name(), Integer.toHexString(cmd.opcode()), cmd.nexus(), e);
             cmd.checkCondition(SenseException.internalTargetFailure().toFixedFormat());
         }
     }

@@ -56,6 +56,7 @@ class ScsiReservationTest {
             assertConflict(h.run(NEXUS_B, read10(0, 1), null));
             assertConflict(h.run(NEXUS_B, cdb(0, 0, 0, 0, 0, 0), null));
             assertConflict(h.run(NEXUS_B, cdb(0x16, 0, 0, 0, 0, 0), null));
+            assertConflict(h.run(NEXUS_B, prout(0x06, 0), proutParams(0, KEY_B)));
             h.run(NEXUS_B, inquiry(false, 0, 36), null).assertGood();
             h.run(NEXUS_B, cdb(0x17, 0, 0, 0, 0, 0), null).assertGood(); // RELEASE by a non-holder: no effect
             assertConflict(h.run(NEXUS_B, read10(0, 1), null));
