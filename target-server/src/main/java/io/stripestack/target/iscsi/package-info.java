@@ -14,7 +14,8 @@
  * pooled direct buffer of the Expected Data Transfer Length, the SCSI layer writes from it. Data-In is
  * the SCSI layer's pooled buffer, sent as slices cut at the initiator's MaxRecvDataSegmentLength
  * (F bit at every MaxBurstLength), status collapsed into the last Data-In when GOOD without sense.
- * Per PDU the only objects are pooled header buffers, the slice views and one small PDU holder.
+ * Per PDU everything is pooled: header buffers, slice views (pooled for pooled buffers) and the
+ * recycled PDU holder; per command there is the task, its CDB and the ScsiCommand.
  *
  * <h2>Protocol choices</h2>
  * <ul>
