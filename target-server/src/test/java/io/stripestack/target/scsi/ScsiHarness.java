@@ -9,6 +9,7 @@ import io.netty.buffer.Unpooled;
 import io.netty.buffer.UnpooledByteBufAllocator;
 import io.stripestack.blockdev.BlockDevice;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -26,7 +27,7 @@ final class ScsiHarness implements AutoCloseable {
     final ByteBufAllocator allocator = new UnpooledByteBufAllocator(true, false, true);
     final ScsiTarget target;
     final LogicalUnit unit;
-    private final List<ByteBuf> toRelease = java.util.Collections.synchronizedList(new ArrayList<>());
+    private final List<ByteBuf> toRelease = Collections.synchronizedList(new ArrayList<>());
 
     ScsiHarness(BlockDevice device, boolean readOnly) {
         this(new LogicalUnit(device, LogicalUnitIdentity.of(LUN_ID), readOnly));

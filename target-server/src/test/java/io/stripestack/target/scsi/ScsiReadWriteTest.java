@@ -3,13 +3,19 @@ package io.stripestack.target.scsi;
 import static io.stripestack.target.scsi.ScsiHarness.*;
 import static org.junit.jupiter.api.Assertions.*;
 
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.CompositeByteBuf;
+import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.buffer.Unpooled;
+import io.netty.util.internal.PlatformDependent;
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.FaultInjectingBlockDevice;
 import io.stripestack.blockdev.Geometry;
-import io.stripestack.blockdev.IoStats;
 import io.stripestack.blockdev.MemoryBlockDevice;
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /** READ CAPACITY, READ/WRITE 6/10/12/16, SYNCHRONIZE CACHE and the errors SBC-3 prescribes for them. */
@@ -254,15 +260,49 @@ class ScsiReadWriteTest {
         }
     }
 
+    /**
+     * The device must read straight into the Data-In buffer and write straight from the Data-Out buffer:
+     * the NIO buffers it is handed start at the same native address as the command's ByteBufs.
+     */
     @Test
-    void readFillsAPooledDirectBufferWithoutCopies() {
-        MemoryBlockDevice device = new MemoryBlockDevice("m0", MIB, 512);
-        IoStats stats = device.stats();
-        try (ScsiHarness h = new ScsiHarness(device, false)) {
-            h.run(read10(0, 8)).assertGood();
-            assertEquals(1, stats.readOps(), "one device read per READ");
-            assertEquals(4096, stats.readBytes());
-        }
+    void readsAndWritesHandTheCommandBuffersMemoryToTheDevice() {
+        long[] seen = new long[2];
+        BlockDevice recording = new ShapedBlockDevice(new MemoryBlockDevice("m0", MIB, 512), Geometry.simple(512), false) {
+            @Override
+            public void read(long offset, ByteBuffer dst) throws IOException {
+                seen[0] = PlatformDependent.directBufferAddress(dst) + dst.position();
+                super.read(offset, dst);
+            }
+
+            @Override
+            public void write(long offset, ByteBuffer src) throws IOException {
+                seen[1] = PlatformDependent.directBufferAddress(src) + src.position();
+                super.write(offset, src);
+            }
+        };
+        PooledByteBufAllocator pooled = new PooledByteBufAllocator(true);
+        ScsiTarget target = new ScsiTarget(Map.of(0L, new LogicalUnit(recording, LogicalUnitIdentity.of(LUN_ID), false)));
+
+        ByteBuf out = pooled.directBuffer(4096).writeBytes(pattern(4096, 7));
+        ScsiCommand write = new ScsiCommand(NEXUS_A, 0, write10(16, 8, false), 4096, false, true,
+                ScsiCommand.ATTR_SIMPLE, out, pooled);
+        target.execute(write);
+        assertEquals(ScsiCommand.GOOD, write.status());
+        assertEquals(out.memoryAddress() + out.readerIndex(), seen[1], "device wrote from the Data-Out memory");
+        out.release();
+
+        ScsiCommand read = new ScsiCommand(NEXUS_A, 0, read10(16, 8), 4096, true, false, ScsiCommand.ATTR_SIMPLE,
+                null, pooled);
+        target.execute(read);
+        assertEquals(ScsiCommand.GOOD, read.status());
+        ByteBuf in = read.dataIn();
+        assertTrue(in.isDirect(), "Data-In is a direct buffer");
+        assertEquals(in.memoryAddress() + in.readerIndex(), seen[0], "device read into the Data-In memory");
+        byte[] got = new byte[4096];
+        in.getBytes(in.readerIndex(), got);
+        assertArrayEquals(pattern(4096, 7), got);
+        in.release();
+        assertEquals(1, recording.stats().readOps(), "one device read per READ");
     }
 
     @Test
@@ -270,9 +310,9 @@ class ScsiReadWriteTest {
         MemoryBlockDevice device = new MemoryBlockDevice("m0", MIB, 512);
         try (ScsiHarness h = new ScsiHarness(device, false)) {
             byte[] data = pattern(2048, 5);
-            io.netty.buffer.CompositeByteBuf composite = io.netty.buffer.Unpooled.compositeBuffer();
-            composite.addComponent(true, io.netty.buffer.Unpooled.wrappedBuffer(Arrays.copyOfRange(data, 0, 700)));
-            composite.addComponent(true, io.netty.buffer.Unpooled.wrappedBuffer(Arrays.copyOfRange(data, 700, 2048)));
+            CompositeByteBuf composite = Unpooled.compositeBuffer();
+            composite.addComponent(true, Unpooled.wrappedBuffer(Arrays.copyOfRange(data, 0, 700)));
+            composite.addComponent(true, Unpooled.wrappedBuffer(Arrays.copyOfRange(data, 700, 2048)));
             ScsiCommand cmd = new ScsiCommand(NEXUS_A, 0, write10(3, 4, false), 2048, false, true,
                     ScsiCommand.ATTR_SIMPLE, composite, h.allocator);
             h.target.execute(cmd);

@@ -4,6 +4,7 @@ import static io.stripestack.target.scsi.ScsiHarness.*;
 import static org.junit.jupiter.api.Assertions.*;
 
 import io.stripestack.blockdev.MemoryBlockDevice;
+import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 
 /** RESERVE/RELEASE(6/10) and PERSISTENT RESERVE IN/OUT between two I_T nexuses (SPC-4 5.7, 6.15, 6.16). */
@@ -282,7 +283,7 @@ class ScsiReservationTest {
             int idLength = (int) Cdb.u32(d, 8 + 20);
             assertEquals(0x05, d[8 + 24] & 0x0f, "iSCSI TransportID");
             assertEquals(0, idLength % 4);
-            String name = new String(d, 8 + 28, "iqn.2026-01.test:a".length(), java.nio.charset.StandardCharsets.US_ASCII);
+            String name = new String(d, 8 + 28, "iqn.2026-01.test:a".length(), StandardCharsets.US_ASCII);
             assertEquals("iqn.2026-01.test:a", name);
         }
     }

@@ -3,7 +3,9 @@ package io.stripestack.target.scsi;
 import static io.stripestack.target.scsi.ScsiHarness.*;
 import static org.junit.jupiter.api.Assertions.*;
 
+import io.stripestack.blockdev.Geometry;
 import io.stripestack.blockdev.MemoryBlockDevice;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -53,9 +55,9 @@ class ScsiTargetTest {
             cmd.dataIn().release();
             assertEquals(32, d.length);
             assertEquals(24, Cdb.u32(d, 0), "LUN LIST LENGTH");
-            assertArrayEquals(new byte[] {0, 0, 0, 0, 0, 0, 0, 0}, java.util.Arrays.copyOfRange(d, 8, 16));
-            assertArrayEquals(new byte[] {0, 3, 0, 0, 0, 0, 0, 0}, java.util.Arrays.copyOfRange(d, 16, 24));
-            assertArrayEquals(new byte[] {0x41, 0x2C, 0, 0, 0, 0, 0, 0}, java.util.Arrays.copyOfRange(d, 24, 32),
+            assertArrayEquals(new byte[] {0, 0, 0, 0, 0, 0, 0, 0}, Arrays.copyOfRange(d, 8, 16));
+            assertArrayEquals(new byte[] {0, 3, 0, 0, 0, 0, 0, 0}, Arrays.copyOfRange(d, 16, 24));
+            assertArrayEquals(new byte[] {0x41, 0x2C, 0, 0, 0, 0, 0, 0}, Arrays.copyOfRange(d, 24, 32),
                     "LUN 300 in flat space addressing");
         }
     }
@@ -221,7 +223,7 @@ class ScsiTargetTest {
     @Test
     void unmapIsNotReportedWhenTheDeviceCannotDiscard() {
         LogicalUnit noDiscard = new LogicalUnit(new ShapedBlockDevice(new MemoryBlockDevice("m", MIB, 512),
-                io.stripestack.blockdev.Geometry.simple(512), false), LogicalUnitIdentity.of(UUID.randomUUID()), false);
+                Geometry.simple(512), false), LogicalUnitIdentity.of(UUID.randomUUID()), false);
         try (ScsiHarness h = new ScsiHarness(noDiscard)) {
             byte[] one = h.run(rsoc(false, 1, 0x42, 0, 512)).assertGood().data();
             assertEquals(1, one[1] & 0x07);
