@@ -15,8 +15,9 @@ import org.slf4j.LoggerFactory;
  * fixed-format sense data.
  *
  * <p>Data path: a READ allocates one pooled direct buffer of the transfer size from the command's allocator
- * and lets the device read straight into it (no copy in user space); a WRITE hands the Data-Out buffer's
- * memory to the device. Nothing else is allocated per healthy READ or WRITE.
+ * and lets the device read straight into it through the buffer's own cached NIO view (no copy in user
+ * space, no further allocation); a WRITE hands the device an NIO view of the Data-Out buffer's memory (one
+ * small view object, no copy) unless Data-Out arrived as several components, which are gathered first.
  *
  * <p>Concurrency: {@link #execute} runs on many worker threads at once; the device is thread-safe.
  * <ul>
