@@ -23,8 +23,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Streams: up to {@value #MAX_STREAMS} per device, so interleaved sequential readers (several
  * sessions, or several threads of one initiator) each keep their own state. A read starting exactly where
- * a stream's last read ended, or inside the range it has prefetched, continues it; anything else starts
- * a candidate stream, which reads nothing ahead. The second read of a stream opens a window sized from
+ * a stream's furthest read ended continues it; once the stream reads ahead, so does one starting up to
+ * four requests before that point (queued reads of one initiator arrive slightly out of order), though it
+ * issues nothing unless it ends beyond the furthest read. Anything else starts a candidate stream, which
+ * reads nothing ahead. The second read of a stream opens a window sized from
  * the request (as the kernel's ondemand readahead does); each time the reader enters the most recently
  * prefetched window, the next one is issued, twice as large, up to {@code read_ahead_kb}. Random reads
  * therefore never prefetch, and a read at least as large as {@code read_ahead_kb} prefetches nothing
@@ -388,7 +390,7 @@ public final class ReadaheadBlockDevice implements BlockDevice {
     /** Finds or starts the read's stream and issues the next window when the reader has entered the last one. */
     private void followStreams(long offset, long end, int length) {
         long limit = readAheadBytes;
-        Stream stream = streamContinuedBy(offset);
+        Stream stream = streamContinuedBy(offset, length);
         if (stream == null) {
             stream = victimStream();
             retire(stream);
@@ -396,9 +398,10 @@ public final class ReadaheadBlockDevice implements BlockDevice {
             return;
         }
         stream.lastUse = ++tick;
-        stream.next = Math.max(stream.next, end);
+        long furthest = stream.next;
+        stream.next = Math.max(furthest, end);
         boolean rampStart = stream.window == 0;
-        if (length >= limit || (!rampStart && end <= stream.triggerAt)) {
+        if (length >= limit || end <= furthest || (!rampStart && end <= stream.triggerAt)) {
             return;
         }
         long window = rampStart ? initialWindow(length, limit) : Math.min(2 * stream.window, limit);
@@ -451,9 +454,9 @@ public final class ReadaheadBlockDevice implements BlockDevice {
         return to;
     }
 
-    private Stream streamContinuedBy(long offset) {
+    private Stream streamContinuedBy(long offset, int length) {
         for (Stream stream : streams) {
-            if (stream.continuedBy(offset)) {
+            if (stream.continuedBy(offset, length)) {
                 return stream;
             }
         }
@@ -624,6 +627,7 @@ public final class ReadaheadBlockDevice implements BlockDevice {
 
     /** Per-stream readahead state; guarded by the device lock. */
     private static final class Stream {
+        static final int REORDER_REQUESTS = 4;
         boolean active;
         long lastUse;
         /** End of the furthest read of the stream. */
@@ -644,11 +648,16 @@ public final class ReadaheadBlockDevice implements BlockDevice {
             prefetchEnd = 0;
         }
 
-        boolean continuedBy(long offset) {
+        /**
+         * Exactly where the stream's furthest read ended, or, once it reads ahead, up to
+         * {@value #REORDER_REQUESTS} requests before it: one initiator's queued reads arrive slightly out of
+         * order. Such a late read extends the stream only if it ends beyond the furthest read.
+         */
+        boolean continuedBy(long offset, int length) {
             if (!active) {
                 return false;
             }
-            return offset == next || (window > 0 && offset >= next - window && offset < prefetchEnd);
+            return offset == next || (window > 0 && offset < next && offset >= next - (long) REORDER_REQUESTS * length);
         }
 
         void clear() {

@@ -156,6 +156,38 @@ class ReadaheadBlockDeviceTest {
     }
 
     @Test
+    void randomReadsDoNotKeepAFinishedStreamGoing() throws Exception {
+        int size = 16 << 20;
+        InstrumentedBlockDevice below = new InstrumentedBlockDevice(patterned("mixed", size));
+        ReadaheadBudget budget = new ReadaheadBudget(16 << 20, SEGMENT);
+        long window;
+        long prefetchedBySequential;
+        try (ReadaheadBlockDevice device = new ReadaheadBlockDevice(below, budget)) {
+            window = device.readAheadKb() * KIB;
+            for (long at = 0; at < 256 * KIB; at += 4 * KIB) {
+                read(device, at, 4 * KIB);
+            }
+            prefetchedBySequential = below.reads.stream().filter(r -> r[1] == SEGMENT).count() * SEGMENT;
+            assertTrue(prefetchedBySequential > 0);
+            Random random = new Random(11);
+            Set<Long> ends = new HashSet<>();
+            for (int i = 0; i < 4000; i++) {
+                long offset;
+                do {
+                    offset = random.nextInt(size / (4 * KIB)) * 4L * KIB;
+                } while (ends.contains(offset) || offset == 256 * KIB);
+                ends.add(offset + 4 * KIB);
+                assertPattern(read(device, offset, 4 * KIB), offset);
+            }
+        }
+        // Random reads land near the stream now and then, but must not keep it reading ahead; only the
+        // windows the sequential reads left in flight may still be fetched.
+        long prefetchedDuringRandom = below.reads.stream().filter(r -> r[1] == SEGMENT).count() * SEGMENT
+                - prefetchedBySequential;
+        assertTrue(prefetchedDuringRandom <= 2 * window, prefetchedDuringRandom + " bytes prefetched during random reads");
+    }
+
+    @Test
     void writeDuringAnInFlightPrefetchIsNotUndoneByIt() throws Exception {
         InstrumentedBlockDevice below = new InstrumentedBlockDevice(patterned("inflight", 4 << 20));
         ReadaheadBudget budget = new ReadaheadBudget(1 << 20, SEGMENT);

@@ -82,7 +82,7 @@ class ReadaheadConcurrencyTest {
             }
             for (int r = 0; r < READERS; r++) {
                 int reader = r;
-                threads.add(new Thread(() -> readSequentially(device, reader), "reader-" + r));
+                threads.add(new Thread(() -> readSequentially(device, memory, reader), "reader-" + r));
             }
             threads.forEach(Thread::start);
             long deadline = System.nanoTime() + RUN_NANOS;
@@ -143,6 +143,12 @@ class ReadaheadConcurrencyTest {
         }
     }
 
+    private static long versionBelow(MemoryBlockDevice memory, int block) {
+        ByteBuffer data = ByteBuffer.allocate(BLOCK);
+        memory.read((long) block * BLOCK, data);
+        return versionIn(data, 0, block);
+    }
+
     /** The version a block's bytes show when {@code version} is its latest: 0 if that was a discard. */
     private long expectedVersion(int block, long version) {
         return zeroVersions.get(block) == version ? 0 : version;
@@ -153,7 +159,7 @@ class ReadaheadConcurrencyTest {
     /** Per block, the version of the latest discard begun (zeros may show from then on). */
     private final AtomicLongArray discardStarted = new AtomicLongArray(BLOCKS);
 
-    private void readSequentially(ReadaheadBlockDevice device, int reader) {
+    private void readSequentially(ReadaheadBlockDevice device, MemoryBlockDevice memory, int reader) {
         Random random = new Random(200 + reader);
         ByteBuffer buffer = ByteBuffer.allocate(4 * BLOCK);
         long[] ackedBefore = new long[4];
@@ -177,7 +183,9 @@ class ReadaheadConcurrencyTest {
                         long expected = expectedVersion(b, ackedBefore[k]);
                         if (seen != expected) {
                             violation("reader " + reader + ": block " + b + " holds version " + seen
-                                    + ", acknowledged version " + ackedBefore[k] + " (no write in flight)");
+                                    + ", acknowledged version " + ackedBefore[k] + " (no write in flight); read of "
+                                    + blocks + " blocks from " + block + "; below now holds "
+                                    + versionBelow(memory, b) + ", " + device.stats());
                         }
                     } else if (seen != -1 && !zeroed && seen < ackedBefore[k]) {
                         violation("reader " + reader + ": block " + b + " holds version " + seen

@@ -11,14 +11,24 @@ import org.junit.jupiter.api.Test;
 
 class SegmentTableTest {
     @Test
-    void behavesLikeAMapUnderRandomPutsAndRemoves() {
-        int capacity = 64;
+    void behavesLikeAMapWithSparseKeys() {
+        // Few distinct keys with colliding low bits stress probe runs and backward shifts.
+        check(64, random -> random.nextInt(256) * 1024L + random.nextInt(3));
+    }
+
+    @Test
+    void behavesLikeAMapWithTheDenseKeysOfOneDevice() {
+        // Segment numbers of a small device, half of which fit: the shape of the concurrency test.
+        check(32, random -> random.nextInt(64));
+        check(5, random -> random.nextInt(12));
+    }
+
+    private static void check(int capacity, java.util.function.ToLongFunction<Random> keys) {
         SegmentTable table = new SegmentTable(capacity);
         Map<Long, Segment> model = new HashMap<>();
         Random random = new Random(42);
         for (int step = 0; step < 200_000; step++) {
-            // Few distinct keys with colliding low bits stress probe runs and backward shifts.
-            long key = random.nextInt(256) * 1024L + random.nextInt(3);
+            long key = keys.applyAsLong(random);
             if (model.containsKey(key) || model.size() == capacity) {
                 Long victim = model.containsKey(key) ? key : model.keySet().iterator().next();
                 assertSame(model.remove(victim), table.remove(victim));
@@ -28,7 +38,7 @@ class SegmentTableTest {
                 model.put(key, segment);
                 table.put(key, segment);
             }
-            long probe = random.nextInt(256) * 1024L + random.nextInt(3);
+            long probe = keys.applyAsLong(random);
             assertSame(model.get(probe), table.get(probe));
             assertEquals(model.size(), table.size());
         }
