@@ -43,7 +43,7 @@ public final class PlainModeKeys {
      *                     group or others (the message gives the chmod command)
      */
     public static byte[] readKeyFile(Path keyFile, int keyBytes) throws IOException {
-        checkPrivate(keyFile);
+        requirePrivate(keyFile);
         byte[] key;
         try (InputStream in = Files.newInputStream(keyFile)) {
             key = in.readNBytes(keyBytes);
@@ -71,7 +71,7 @@ public final class PlainModeKeys {
      *                     chmod fix), is empty, or is longer than {@value #MAX_PASSPHRASE_FILE} bytes
      */
     public static byte[] keyFromPassphraseFile(Path passphraseFile, String hash, int keyBytes) throws IOException {
-        checkPrivate(passphraseFile);
+        requirePrivate(passphraseFile);
         byte[] content;
         try (InputStream in = Files.newInputStream(passphraseFile)) {
             content = in.readNBytes(MAX_PASSPHRASE_FILE + 1);
@@ -152,7 +152,11 @@ public final class PlainModeKeys {
         return key;
     }
 
-    private static void checkPrivate(Path keyFile) throws IOException {
+    /**
+     * Refuses a key or passphrase file that group or others can read: anyone who can read it can decrypt
+     * the volume. The message names the file and the chmod that fixes it.
+     */
+    public static void requirePrivate(Path keyFile) throws IOException {
         PosixFileAttributeView view = Files.getFileAttributeView(keyFile, PosixFileAttributeView.class);
         if (view == null) {
             return; // no POSIX permissions on this file system: nothing to check

@@ -76,6 +76,7 @@ public final class LuksVolume implements AutoCloseable {
         if (!Files.isRegularFile(file)) {
             throw new NoSuchFileException(file.toString(), null, "LUKS key/passphrase file does not exist or is not a regular file");
         }
+        io.stripestack.crypto.PlainModeKeys.requirePrivate(file);
         if (Files.size(file) > MAX_KEY_FILE_BYTES) {
             throw new IOException("key file " + file + " has " + Files.size(file) + " bytes, more than cryptsetup's 8 MiB "
                     + "key file limit; is it the right file?");

@@ -54,7 +54,7 @@ class LuksCryptsetupCompatTest {
         image = dir.resolve("disk.img");
         passFile = dir.resolve("pass");
         pass = LuksTestSupport.bytes("p4ss phrase\nwith a newline");
-        Files.write(passFile, pass);
+        LuksTestSupport.writeSecret(passFile, pass);
     }
 
     static Stream<Arguments> ourFormats() {
@@ -103,7 +103,7 @@ class LuksCryptsetupCompatTest {
         assertArrayEquals(volumeKey, dumpedVolumeKey(keyDump));
 
         Path wrong = dir.resolve("wrong");
-        Files.write(wrong, LuksTestSupport.bytes("p4ss phrase"));
+        LuksTestSupport.writeSecret(wrong, LuksTestSupport.bytes("p4ss phrase"));
         assertNotEquals(0, run("cryptsetup", "open", "--test-passphrase", "--key-file", wrong.toString(),
                 image.toString()).exitCode());
     }
@@ -184,12 +184,12 @@ class LuksCryptsetupCompatTest {
     void keyslotChangesOnEitherSideAreHonouredByTheOther() throws Exception {
         cryptsetupFormat(List.of("--type", "luks2", "--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"));
         Path cryptsetupKey = dir.resolve("cs-key");
-        Files.write(cryptsetupKey, LuksTestSupport.bytes("added by cryptsetup"));
+        LuksTestSupport.writeSecret(cryptsetupKey, LuksTestSupport.bytes("added by cryptsetup"));
         runOk("cryptsetup", "luksAddKey", "--batch-mode", "--key-file", passFile.toString(), "--pbkdf", "argon2id",
                 "--pbkdf-memory", "32", "--pbkdf-force-iterations", "4", image.toString(), cryptsetupKey.toString());
         byte[] ours = LuksTestSupport.bytes("added by stripestack");
         Path oursFile = dir.resolve("our-key");
-        Files.write(oursFile, ours);
+        LuksTestSupport.writeSecret(oursFile, ours);
         try (LuksHeader header = LuksHeader.open(image, true)) {
             assertEquals(List.of(0, 1), header.activeKeyslots());
             try (VolumeKey key = header.unlock(Files.readAllBytes(cryptsetupKey), cryptsetupKey.toString())) {
@@ -244,7 +244,7 @@ class LuksCryptsetupCompatTest {
         cryptsetupFormat(List.of("--type", "luks1", "--pbkdf-force-iterations", "1000", "-s", "256"));
         byte[] ours = LuksTestSupport.bytes("luks1 second key");
         Path oursFile = dir.resolve("our-key");
-        Files.write(oursFile, ours);
+        LuksTestSupport.writeSecret(oursFile, ours);
         try (LuksHeader header = LuksHeader.open(image, true); VolumeKey key = header.unlock(pass, "pass")) {
             header.addKeyslot(key, ours, CHEAP_PBKDF2, 5);
         }

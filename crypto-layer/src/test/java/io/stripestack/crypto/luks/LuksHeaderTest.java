@@ -148,7 +148,7 @@ class LuksHeaderTest {
         LuksFormatter.format(device, cheap(LuksFormatOptions.luks2()).withCipher("aes-cbc-essiv:sha256", 256).withSectorSize(4096),
                 PASS, volumeKey);
         Path file = dir.resolve("pass");
-        Files.write(file, bytes("correct horse\n"));
+        LuksTestSupport.writeSecret(file, bytes("correct horse\n"));
         try (LuksVolume volume = LuksVolume.unlock(device, file, LuksVolume.SecretFile.PASSPHRASE_FILE)) {
             assertEquals("aes-cbc-essiv:sha256", volume.cipherSpec());
             assertArrayEquals(volumeKey, volume.volumeKey());
