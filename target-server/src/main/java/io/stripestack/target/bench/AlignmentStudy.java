@@ -73,7 +73,19 @@ final class AlignmentStudy implements Study {
                 }
             }
         }
-        return tabulate(offsetNames, results, cacheRows);
+        IscsiEndToEnd.ReadWrite[] endToEnd = null;
+        if (s.iscsi()) {
+            IscsiEndToEnd iscsi = new IscsiEndToEnd(bench.scratch(), s, chunk);
+            endToEnd = new IscsiEndToEnd.ReadWrite[offsets.length];
+            for (int o = 0; o < offsets.length; o++) {
+                endToEnd[o] = iscsi.measureEncrypted(offsets[o] / 512, stripe);
+                String label = "iscsi encrypted @" + Sizes.format(offsets[o]);
+                String what = "qemu-img bench " + Sizes.format(stripe) + " -d " + s.queueDepth();
+                bench.report(label, what + " read", endToEnd[o].read());
+                bench.report(label, what + " write", endToEnd[o].write());
+            }
+        }
+        return tabulate(offsetNames, results, endToEnd, cacheRows);
     }
 
     /** Read, write, and the three readahead placements of one offset and stack. */
@@ -119,9 +131,9 @@ final class AlignmentStudy implements Study {
         return readahead == Readahead.TOP ? new ReadaheadBlockDevice(top, budget) : top;
     }
 
-    private static Result tabulate(String[] offsetNames, Measured[][][] results, int cacheRows) {
-        ResultTable table = new ResultTable("Sequential throughput by payload offset (RAID-5, " + CIPHER
-                + " for 'encrypted'); ratios are to the same stack at the stripe-aligned offset", List.of(
+    private static Result tabulate(String[] offsetNames, Measured[][][] results, IscsiEndToEnd.ReadWrite[] endToEnd,
+                                   int cacheRows) {
+        List<Column> columns = new ArrayList<>(List.of(
                 Column.text("offset", "offset"),
                 Column.text("stack", "stack"),
                 Column.stat("read_mbps", "read MB/s", 0),
@@ -136,6 +148,15 @@ final class AlignmentStudy implements Study {
                 Column.stat("ra_none_mbps", "128K no-RA MB/s", 0),
                 Column.stat("ra_top_mbps", "RA top MB/s", 0),
                 Column.stat("ra_above_raid_mbps", "RA below crypto MB/s", 0)));
+        if (endToEnd != null) {
+            columns.addAll(List.of(
+                    Column.stat("iscsi_read_mbps", "iSCSI read MB/s", 0),
+                    Column.stat("iscsi_read_cpu_pct", "iSCSI read target CPU%", 0),
+                    Column.stat("iscsi_write_mbps", "iSCSI write MB/s", 0),
+                    Column.stat("iscsi_write_cpu_pct", "iSCSI write target CPU%", 0)));
+        }
+        ResultTable table = new ResultTable("Sequential throughput by payload offset (RAID-5, " + CIPHER
+                + " for 'encrypted'); ratios are to the same stack at the stripe-aligned offset", columns);
         int aligned = 3;
         List<String> groups = new ArrayList<>(Arrays.asList(offsetNames));
         BarChart chart = new BarChart("Sequential MB/s by payload offset over RAID-5", "MB/s (median, whiskers min..max)",
@@ -147,12 +168,22 @@ final class AlignmentStudy implements Study {
                 Stat preReads = m[1].perGib()[0];
                 Stat preReadMib = m[1].perGib()[1].scaled(1.0 / (1 << 20));
                 Stat partialRows = sum(m[1].perGib()[2], m[1].perGib()[3]);
-                table.add(offsetNames[o], e == 0 ? "plain" : "encrypted",
+                List<Object> cells = new ArrayList<>(List.of(offsetNames[o], e == 0 ? "plain" : "encrypted",
                         m[0].megabytesPerSecond(), m[0].cpuPercent(), m[1].megabytesPerSecond(), m[1].cpuPercent(),
                         preReads, preReadMib, partialRows,
                         Stat.ratio(m[0].megabytesPerSecond().median(), base[0].megabytesPerSecond().median()),
                         Stat.ratio(m[1].megabytesPerSecond().median(), base[1].megabytesPerSecond().median()),
-                        m[2].megabytesPerSecond(), m[3].megabytesPerSecond(), m[4].megabytesPerSecond());
+                        m[2].megabytesPerSecond(), m[3].megabytesPerSecond(), m[4].megabytesPerSecond()));
+                if (endToEnd != null) {
+                    // A server configuration has no offset layer without encryption: plain rows are not measured.
+                    IscsiEndToEnd.ReadWrite rw = endToEnd[o];
+                    boolean measured = e == 1;
+                    cells.addAll(List.of(measured ? rw.read().megabytesPerSecond() : Stat.NONE,
+                            measured ? rw.read().cpuPercent() : Stat.NONE,
+                            measured ? rw.write().megabytesPerSecond() : Stat.NONE,
+                            measured ? rw.write().cpuPercent() : Stat.NONE));
+                }
+                table.add(cells.toArray());
                 chart.set(2 * e, o, m[0].megabytesPerSecond());
                 chart.set(2 * e + 1, o, m[1].megabytesPerSecond());
             }
@@ -162,11 +193,17 @@ final class AlignmentStudy implements Study {
                 "pre-reads/GiB: the RAID layer's member_prereads (member read runs issued to complete partial rows) per GiB"
                         + " written; pre-read MiB/GiB: bytes read from the member files per GiB written",
                 "partial rows/GiB: rmw_writes + reconstruct_writes per GiB written (0 when every write fills whole rows);"
-                        + " pre-reads stay below one per partial row because the stripe cache (" + cacheRows + " rows,"
-                        + " automatic size) still holds the row the previous request half-wrote",
+                        + " a partial row needs no pre-read when the stripe cache (" + cacheRows + " rows, automatic size)"
+                        + " still holds the rest of it, e.g. from the previous request, which half-wrote it",
                 "RA columns: 128 KiB sequential reads, one outstanding; 'RA below crypto' puts readahead directly above"
                         + " the array (for 'plain' that is below the offset view)",
                 "the array was written end to end before measuring, so every read reads written blocks");
+        if (endToEnd != null) {
+            notes = new ArrayList<>(notes);
+            notes.add("iSCSI columns: the server in this process (readahead on top, the default), qemu-img bench over"
+                    + " loopback with the same request size and queue depth; target CPU% is this process's CPU over the"
+                    + " run; plain rows n/a (a server LUN has no offset layer without encryption)");
+        }
         return new Result(table, chart, notes);
     }
 

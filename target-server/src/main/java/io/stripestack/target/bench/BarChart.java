@@ -23,6 +23,7 @@ final class BarChart {
     private static final int BOTTOM = 120;
     private static final int BAR = 16;
     private static final int GROUP_GAP = 22;
+    private static final int LEGEND_COLUMN = 230;
 
     private final String title;
     private final String yLabel;
@@ -38,8 +39,9 @@ final class BarChart {
         this.values = new Stat[series.size()][groups.size()];
     }
 
+    /** Sets one bar; a value that was not measured ({@link Stat#NONE}) leaves the cell empty. */
     void set(int seriesIndex, int groupIndex, Stat value) {
-        values[seriesIndex][groupIndex] = value;
+        values[seriesIndex][groupIndex] = Double.isNaN(value.median()) ? null : value;
     }
 
     int barCount() {
@@ -59,9 +61,10 @@ final class BarChart {
     String toSvg() {
         int groupWidth = series.size() * BAR + GROUP_GAP;
         int plotWidth = Math.max(420, groups.size() * groupWidth);
-        int legendRows = (series.size() + 2) / 3;
-        int top = TOP + legendRows * 18;
         int width = LEFT + plotWidth + RIGHT;
+        int legendColumns = Math.max(1, (plotWidth + RIGHT) / LEGEND_COLUMN);
+        int legendRows = (series.size() + legendColumns - 1) / legendColumns;
+        int top = TOP + legendRows * 18;
         int height = HEIGHT + legendRows * 18;
         int plotHeight = height - top - BOTTOM;
         double yMax = niceCeiling(maxValue());
@@ -73,8 +76,8 @@ final class BarChart {
                 .append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"22\" font-size=\"15\" font-weight=\"bold\">%s</text>%n",
                         LEFT, escape(title)));
         for (int s = 0; s < series.size(); s++) {
-            int x = LEFT + (s % 3) * 260;
-            int y = 36 + (s / 3) * 18;
+            int x = LEFT + (s % legendColumns) * LEGEND_COLUMN;
+            int y = 36 + (s / legendColumns) * 18;
             svg.append(String.format(Locale.ROOT, "<rect class=\"legend\" x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\"/>"
                     + "<text x=\"%d\" y=\"%d\">%s</text>%n", x, y, colour(s), x + 16, y + 11, escape(series.get(s))));
         }

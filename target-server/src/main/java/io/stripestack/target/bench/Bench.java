@@ -33,6 +33,11 @@ final class Bench implements AutoCloseable {
         return settings;
     }
 
+    /** This run's scratch directory (deleted with everything in it when the run ends). */
+    Path scratch() {
+        return scratch;
+    }
+
     /** Creates {@code count} sparse member files of the configured size (deleted by closing the set). */
     MemberSet memberFiles(String prefix, int count, long bytes) throws IOException {
         return MemberSet.create(scratch, prefix, count, bytes, settings.direct());
@@ -87,10 +92,15 @@ final class Bench implements AutoCloseable {
             }
         }
         Measured m = Measured.of(samples, deltas);
-        progress.printf(Locale.ROOT, "  %-52s %-28s %9.1f MB/s  cpu %5.1f%%%n", label, workload.describe(),
+        report(label, workload.describe(), m);
+        return m;
+    }
+
+    /** Prints one progress line: what was measured and its median throughput and CPU. */
+    void report(String label, String what, Measured m) {
+        progress.printf(Locale.ROOT, "  %-52s %-28s %9.1f MB/s  cpu %5.1f%%%n", label, what,
                 m.megabytesPerSecond().median(), m.cpuPercent().median());
         progress.flush();
-        return m;
     }
 
     @Override

@@ -86,10 +86,18 @@ public final class BenchCommand implements Callable<Integer> {
             description = "stripe cache sizes of raid5-vs-raid0, 1..32768 rows (default 256,8192,16384)")
     List<Integer> stripeCacheSizes;
 
+    @Option(names = "--iscsi", description = "also measure the alignment study end to end: the server in this process,"
+            + " qemu-img bench (libiscsi) as the initiator over loopback")
+    boolean iscsi;
+
     @Override
     public Integer call() throws IOException {
         List<Study> selected = selectedStudies();
         BenchSettings settings = settings();
+        if (settings.iscsi() && !IscsiEndToEnd.available()) {
+            throw new IllegalArgumentException("--iscsi needs qemu-img with its iSCSI driver on the PATH (Debian: apt-get"
+                    + " install qemu-utils), or run without --iscsi");
+        }
         PrintStream console = spec == null ? System.out : new PrintStream(System.out, true, StandardCharsets.UTF_8);
         List<String> header = new ArrayList<>();
         header.add("stripestack bench, " + Instant.now().truncatedTo(ChronoUnit.SECONDS));
@@ -151,7 +159,7 @@ public final class BenchCommand implements Callable<Integer> {
                 queueDepth != null ? queueDepth : d.queueDepth(),
                 bytes != null ? Sizes.parse(bytes) : d.bytesPerRun(),
                 chunkSizes, stripeCacheSizes != null ? stripeCacheSizes : d.stripeCacheSizes(),
-                d.randomReadBytes(), d.largeReadBytes(), d.readaheadBytes(), d.xorMillis());
+                d.randomReadBytes(), d.largeReadBytes(), d.readaheadBytes(), d.xorMillis(), iscsi);
     }
 
     private static int toInt(long value, String option) {

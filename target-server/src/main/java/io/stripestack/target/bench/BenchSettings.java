@@ -21,10 +21,11 @@ import java.util.List;
  * @param largeReadBytes   request size of that study's single large read
  * @param readaheadBytes   readahead budget of the alignment study's readahead columns
  * @param xorMillis        how long each XOR routine runs per repeat
+ * @param iscsi            also measure end to end through the iSCSI server with qemu-img bench
  */
 record BenchSettings(boolean quick, int repeat, boolean direct, int members, long memberBytes, int chunkBytes,
                      int queueDepth, long bytesPerRun, List<Integer> chunkSizes, List<Integer> stripeCacheSizes,
-                     int randomReadBytes, int largeReadBytes, long readaheadBytes, long xorMillis) {
+                     int randomReadBytes, int largeReadBytes, long readaheadBytes, long xorMillis, boolean iscsi) {
 
     BenchSettings {
         if (repeat < 1 || members < 3 || queueDepth < 1 || bytesPerRun <= 0) {
@@ -38,13 +39,13 @@ record BenchSettings(boolean quick, int repeat, boolean direct, int members, lon
     static BenchSettings defaults() {
         return new BenchSettings(false, 3, false, 4, 256L << 20, 1 << 20, 4, 256L << 20,
                 List.of(64 << 10, 256 << 10, 1 << 20, 32 << 20), List.of(256, 8192, 16384), 8 << 20, 256 << 20,
-                64L << 20, 200);
+                64L << 20, 200, false);
     }
 
     /** Tiny sizes that exercise every code path in a few seconds. */
     static BenchSettings quickDefaults() {
         return new BenchSettings(true, 2, false, 4, 8L << 20, 64 << 10, 2, 1L << 20,
-                List.of(64 << 10, 256 << 10), List.of(256, 16384), 256 << 10, 2 << 20, 4L << 20, 20);
+                List.of(64 << 10, 256 << 10), List.of(256, 16384), 256 << 10, 2 << 20, 4L << 20, 20, false);
     }
 
     List<String> describe() {
@@ -55,7 +56,8 @@ record BenchSettings(boolean quick, int repeat, boolean direct, int members, lon
                 + ", queue depth " + queueDepth + ", " + Sizes.format(bytesPerRun) + " per timed run");
         lines.add("raid5-vs-raid0: chunks " + formatAll(chunkSizes) + ", stripe cache rows " + stripeCacheSizes
                 + ", random reads " + Sizes.format(randomReadBytes) + " x14, large reads " + Sizes.format(largeReadBytes) + " x1");
-        lines.add("readahead budget " + Sizes.format(readaheadBytes) + "; xor " + xorMillis + " ms per routine and repeat");
+        lines.add("readahead budget " + Sizes.format(readaheadBytes) + "; xor " + xorMillis + " ms per routine and repeat"
+                + (iscsi ? "; end to end through iSCSI with qemu-img bench" : ""));
         return lines;
     }
 

@@ -132,13 +132,20 @@ final class ResultTable {
             case NUMBER -> format(((Number) cell).doubleValue(), column.decimals());
             case STAT -> {
                 Stat s = (Stat) cell;
+                if (Double.isNaN(s.median())) {
+                    yield "n/a";
+                }
                 yield format(s.median(), column.decimals()) + " [" + format(s.min(), column.decimals()) + ".."
                         + format(s.max(), column.decimals()) + "]";
             }
         };
     }
 
+    /** A number with {@code decimals} digits; NaN (not measured, or no baseline) as {@code n/a}. */
     private static String format(double value, int decimals) {
+        if (Double.isNaN(value)) {
+            return "n/a";
+        }
         return String.format(Locale.ROOT, "%." + decimals + "f", value);
     }
 
@@ -160,18 +167,23 @@ final class ResultTable {
                 int digits = Math.max(column.decimals(), 3);
                 switch (column.kind()) {
                     case TEXT -> fields.add(csvText((String) row[c]));
-                    case NUMBER -> fields.add(format(((Number) row[c]).doubleValue(), digits));
+                    case NUMBER -> fields.add(csvNumber(((Number) row[c]).doubleValue(), digits));
                     case STAT -> {
                         Stat s = (Stat) row[c];
-                        fields.add(format(s.median(), digits));
-                        fields.add(format(s.min(), digits));
-                        fields.add(format(s.max(), digits));
+                        fields.add(csvNumber(s.median(), digits));
+                        fields.add(csvNumber(s.min(), digits));
+                        fields.add(csvNumber(s.max(), digits));
                     }
                 }
             }
             out.append(String.join(",", fields)).append('\n');
         }
         Files.writeString(file, out, StandardCharsets.UTF_8);
+    }
+
+    /** NaN becomes an empty field, what spreadsheets and pandas read as missing. */
+    private static String csvNumber(double value, int digits) {
+        return Double.isNaN(value) ? "" : format(value, digits);
     }
 
     private static String csvText(String text) {

@@ -10,6 +10,8 @@ import java.util.Arrays;
  * @param max    the largest repeat
  */
 record Stat(double median, double min, double max) {
+    /** Not measured (printed as n/a, an empty CSV field). */
+    static final Stat NONE = new Stat(Double.NaN, Double.NaN, Double.NaN);
 
     static Stat of(double[] values) {
         if (values.length == 0) {

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.stripestack.target.testing.ExternalTools;
 import java.io.ByteArrayInputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -28,11 +29,13 @@ class BenchCommandTest {
 
     private Path out;
 
-    private void runStudy(String study) {
+    private void runStudy(String study, String... extra) {
         out = tmp.resolve("out");
-        int code = new CommandLine(new BenchCommand()).execute("--study", study, "--quick", "--dir",
-                tmp.resolve("scratch").toString(), "--out", out.toString());
-        assertEquals(0, code, "bench --study " + study + " --quick exit code");
+        List<String> args = new java.util.ArrayList<>(List.of("--study", study, "--quick", "--dir",
+                tmp.resolve("scratch").toString(), "--out", out.toString()));
+        args.addAll(List.of(extra));
+        int code = new CommandLine(new BenchCommand()).execute(args.toArray(new String[0]));
+        assertEquals(0, code, "bench " + args + " exit code");
     }
 
     @Test
@@ -59,6 +62,26 @@ class BenchCommandTest {
             assertEquals(0.0, Double.parseDouble(aligned[14]), stack + ": stripe-aligned writes needed pre-reads");
         }
         assertEquals(20, bars("alignment"), "5 offsets x 4 series");
+    }
+
+    @Test
+    void alignmentStudyEndToEndThroughIscsi() throws Exception {
+        ExternalTools.requireTool("qemu-img");
+        runStudy("alignment", "--iscsi", "--repeat", "1");
+        List<String> lines = Files.readAllLines(out.resolve("alignment.csv"));
+        assertTrue(lines.get(0).endsWith(",iscsi_read_mbps,iscsi_read_mbps_min,iscsi_read_mbps_max,iscsi_read_cpu_pct,"
+                + "iscsi_read_cpu_pct_min,iscsi_read_cpu_pct_max,iscsi_write_mbps,iscsi_write_mbps_min,iscsi_write_mbps_max,"
+                + "iscsi_write_cpu_pct,iscsi_write_cpu_pct_min,iscsi_write_cpu_pct_max"), lines.get(0));
+        int readMbps = 34;
+        int writeMbps = 40;
+        for (String line : lines.subList(1, lines.size())) {
+            String[] row = line.split(",", -1);
+            if (row[1].equals("encrypted")) {
+                assertPositive(row, readMbps, writeMbps);
+            } else {
+                assertEquals("", row[readMbps], "plain stacks cannot be served with an offset: " + line);
+            }
+        }
     }
 
     @Test
