@@ -50,7 +50,7 @@ import org.slf4j.LoggerFactory;
  * reads run on this device's own executor of {@code prefetchThreads} daemon threads named
  * {@code readahead-<device>-<n>}; its queue is bounded by the budget's segment count, and each queued task
  * holds a segment, so a submission is never rejected. Readers waiting for a LOADING segment wait on
- * the lock's condition, signalled whenever a load ends.
+ * the lock's condition, signalled whenever a load ends or a segment still loading is dropped.
  */
 public final class ReadaheadBlockDevice implements BlockDevice {
     private static final Logger log = LoggerFactory.getLogger(ReadaheadBlockDevice.class);

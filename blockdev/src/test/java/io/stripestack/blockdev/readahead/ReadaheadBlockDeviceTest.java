@@ -86,6 +86,27 @@ class ReadaheadBlockDeviceTest {
     }
 
     @Test
+    void slightlyReorderedReadsOfOneInitiatorKeepTheirStream() throws Exception {
+        int size = 4 << 20;
+        InstrumentedBlockDevice below = new InstrumentedBlockDevice(patterned("reordered", size));
+        ReadaheadBudget budget = new ReadaheadBudget(2 << 20, SEGMENT);
+        try (ReadaheadBlockDevice device = new ReadaheadBlockDevice(below, budget)) {
+            // Queue depth 4: each group of four requests arrives as 2, 0, 3, 1.
+            int[] order = {2, 0, 3, 1};
+            int reads = 0;
+            for (long group = 0; group < size; group += 16 * KIB) {
+                for (int k : order) {
+                    long at = group + k * 4L * KIB;
+                    assertPattern(read(device, at, 4 * KIB), at);
+                    reads++;
+                }
+            }
+            long hits = device.stats().layerCounter("readahead_hits");
+            assertTrue(hits > reads * 8L / 10, "hits " + hits + " of " + reads + ": " + device.stats());
+        }
+    }
+
+    @Test
     void interleavedStreamsFromSeveralThreadsEachGetReadahead() throws Exception {
         int streams = 4;
         int region = 2 << 20;
