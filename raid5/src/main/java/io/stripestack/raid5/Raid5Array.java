@@ -1323,9 +1323,14 @@ public final class Raid5Array implements BlockDevice {
             need = new long[members][words];
         }
 
-        /** Page-aligned (members may be opened with O_DIRECT), native order. */
+        /**
+         * Exactly one chunk, page-aligned (members may be opened with O_DIRECT), native order. The final
+         * slice matters: an aligned slice of an allocation that happens to be aligned keeps the extra page,
+         * and {@code clear()} would then expose it.
+         */
         private ByteBuffer alignedChunk() {
-            return ByteBuffer.allocateDirect(chunk + StripeCache.PAGE).alignedSlice(StripeCache.PAGE).order(NATIVE);
+            return ByteBuffer.allocateDirect(chunk + StripeCache.PAGE).alignedSlice(StripeCache.PAGE)
+                    .slice(0, chunk).order(NATIVE);
         }
 
         ByteBuffer parity() {

@@ -279,7 +279,8 @@ final class StripeCache {
         ByteBuffer chunk(int index) {
             if (buffer == null) {
                 // Page-aligned so that members opened with O_DIRECT accept reads and writes into it.
-                buffer = ByteBuffer.allocateDirect(members * chunkBytes + PAGE).alignedSlice(PAGE);
+                buffer = ByteBuffer.allocateDirect(members * chunkBytes + PAGE).alignedSlice(PAGE)
+                        .slice(0, members * chunkBytes);
                 for (int i = 0; i < members; i++) {
                     chunkViews[i] = buffer.slice(i * chunkBytes, chunkBytes).order(ByteOrder.nativeOrder());
                 }

@@ -170,8 +170,9 @@ class Raid5ArrayTest {
                             byte[] got = new byte[count * SECTOR];
                             int at = regionStart + first * SECTOR;
                             array.read(at, ByteBuffer.wrap(got));
-                            assertTrue(java.util.Arrays.equals(model, at, at + got.length, got, 0, got.length),
-                                    "own region differs from model at " + at + " (seed " + seed + ")");
+                            if (!java.util.Arrays.equals(model, at, at + got.length, got, 0, got.length)) {
+                                fail(describeDifference(array, model, got, at, seed));
+                            }
                         }
                     }
                     return null;
@@ -193,6 +194,24 @@ class Raid5ArrayTest {
         }
     }
 
+    /** Names the first differing sector: what the model holds, what was read, what a second read finds. */
+    static String describeDifference(Raid5Array array, byte[] model, byte[] got, int at, long seed) throws Exception {
+        for (int s = 0; s < got.length / SECTOR; s++) {
+            int o = at + s * SECTOR;
+            if (!java.util.Arrays.equals(model, o, o + SECTOR, got, s * SECTOR, (s + 1) * SECTOR)) {
+                ByteBuffer expected = ByteBuffer.wrap(model, o, SECTOR).slice();
+                ByteBuffer read = ByteBuffer.wrap(got, s * SECTOR, SECTOR).slice();
+                ByteBuffer again = ByteBuffer.allocate(SECTOR);
+                array.read(o, again);
+                return "own region differs from the model at array byte " + o + " (seed " + seed + "): model sector tag "
+                        + expected.getLong(0) + " version " + expected.getLong(8) + ", read tag " + read.getLong(0)
+                        + " version " + read.getLong(8) + ", read again tag " + again.getLong(0) + " version "
+                        + again.getLong(8);
+            }
+        }
+        return "no difference found";
+    }
+
     static void writeSectors(BlockDevice array, byte[] model, int offset, int length, long version) throws Exception {
         byte[] data = new byte[length];
         for (int s = 0; s < length / SECTOR; s++) {
@@ -204,10 +223,33 @@ class Raid5ArrayTest {
         System.arraycopy(data, 0, model, offset, length);
     }
 
+    /** Member writes of one array row must stay inside that row's chunk on the member. */
+    static final class RowBoundsCheckingDevice extends StallingDevice {
+        final int chunk;
+        final java.util.List<String> violations = java.util.Collections.synchronizedList(new ArrayList<>());
+
+        RowBoundsCheckingDevice(BlockDevice inner, int chunk) {
+            super(inner);
+            this.chunk = chunk;
+        }
+
+        @Override
+        public void write(long offset, ByteBuffer src) throws java.io.IOException {
+            long dataStart = DATA_OFFSET_SECTORS * SECTOR;
+            if (offset >= dataStart && (offset - dataStart) / chunk != (offset - dataStart + src.remaining() - 1) / chunk) {
+                violations.add(name() + ": write of " + src.remaining() + " bytes at " + offset + " crosses a chunk");
+            }
+            inner.write(offset, src);
+        }
+    }
+
     @Test
     void fullStripeWritesReadNoMember() throws Exception {
         int chunk = 16384;
-        List<BlockDevice> members = memoryMembers(5, chunk, 16);
+        List<RowBoundsCheckingDevice> members = new ArrayList<>();
+        for (BlockDevice d : memoryMembers(5, chunk, 16)) {
+            members.add(new RowBoundsCheckingDevice(d, chunk));
+        }
         try (Raid5Array array = create(members, chunk, Raid5Layout.LEFT_SYMMETRIC, 8)) {
             int row = 4 * chunk;
             byte[] data = new byte[row * 3];
@@ -217,8 +259,9 @@ class Raid5ArrayTest {
             assertArrayEquals(copy, data, "write must not modify the caller's buffer");
             assertEquals(3, array.stats().layerCounter("full_stripe_writes"));
             assertEquals(0, array.stats().layerCounter("member_prereads"));
-            for (BlockDevice m : members) {
+            for (RowBoundsCheckingDevice m : members) {
                 assertEquals(0, m.stats().readOps(), m.name() + " was read during full-stripe writes");
+                assertEquals(List.of(), m.violations);
             }
             assertParityConsistent(members, chunk, 16);
         }
@@ -273,7 +316,7 @@ class Raid5ArrayTest {
     }
 
     /** A member whose first write stalls, so that other writes to the same row queue up behind it. */
-    static final class StallingDevice implements BlockDevice {
+    static class StallingDevice implements BlockDevice {
         final BlockDevice inner;
         final java.util.concurrent.CountDownLatch firstWriteStarted = new java.util.concurrent.CountDownLatch(1);
         final java.util.concurrent.atomic.AtomicBoolean stalled = new java.util.concurrent.atomic.AtomicBoolean();
