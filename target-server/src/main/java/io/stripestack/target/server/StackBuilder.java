@@ -124,7 +124,12 @@ final class StackBuilder {
     private static ReadaheadBlockDevice readahead(BlockDevice below, LunConfig lun, ReadaheadBudget budget) {
         ReadaheadBlockDevice ra = new ReadaheadBlockDevice(below, budget);
         if (lun.readahead().readAheadKb() > 0) {
-            ra.setReadAheadKb(lun.readahead().readAheadKb());
+            try {
+                ra.setReadAheadKb(lun.readahead().readAheadKb());
+            } catch (IllegalArgumentException e) {
+                // Not closed here: closing the stage would close the chain below, which the caller closes.
+                throw new IllegalArgumentException("LUN " + lun.lun() + " readahead: " + e.getMessage(), e);
+            }
         }
         return ra;
     }
