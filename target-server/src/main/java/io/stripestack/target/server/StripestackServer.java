@@ -128,7 +128,15 @@ public final class StripestackServer implements Closeable {
                 boolean baseIsNew = backing.ram() || (backing.array() != null ? createdArrays.contains(backing.array())
                         : !java.nio.file.Files.exists(backing.file()));
                 BlockDevice base = StackBuilder.openBase(lc, arrays);
-                LunStack stack = StackBuilder.buildLun(tc.iqn(), lc, base, baseIsNew, readaheadBudget);
+                LunStack stack;
+                try {
+                    stack = StackBuilder.buildLun(tc.iqn(), lc, base, baseIsNew, readaheadBudget);
+                } catch (IOException | RuntimeException e) {
+                    if (!(base instanceof Raid5Array)) {
+                        closeQuietly(base, base.name()); // arrays are closed by close(); a LUN's own file here
+                    }
+                    throw e;
+                }
                 luns.add(stack);
                 units.put((long) lc.lun(), new LogicalUnit(stack.top(), identity(tc, lc, base), lc.readOnly()));
                 registerLunControls(stack);
