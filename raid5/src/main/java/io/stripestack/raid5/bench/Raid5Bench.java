@@ -52,26 +52,26 @@ public final class Raid5Bench {
             Raid5Config config = Raid5Config.defaults("bench").withChunk(chunk);
             long dataOffset = config.dataOffsetSectors() * 512;
             try (Raid5Array raid5 = Raid5Files.create(paths, memberBytes, config, Raid5Options.defaults())) {
-                List<BlockDevice> zeroMembers = new ArrayList<>();
-                for (int i = 0; i < members - 1; i++) {
-                    zeroMembers.add(FileBlockDevice.open(paths.get(i), 512, false, false));
-                }
-                // RAID-0 over the first n-1 files. Its writes break RAID-5's parity, which no benchmark
-                // step reads; the files are deleted afterwards.
-                try (Raid0Array raid0 = new Raid0Array("raid0", zeroMembers, chunk, dataOffset)) {
-                    int row = raid5.geometry().optimalIo();
-                    int stripe = raid0.geometry().optimalIo();
-                    String r5 = "raid5 " + members + " ";
-                    String r0 = "raid0 " + (members - 1) + " ";
-                    compare(table, r5 + "full-stripe seq write", raid5, r0 + "seq write", raid0,
-                            (dev, buf) -> sequentialWrites(dev, buf,
-                                    (dev == raid5 ? row : stripe) * Math.max(1, (4 << 20) / (dev == raid5 ? row : stripe))));
-                    compare(table, r5 + "random 8 MiB read x14", raid5, r0 + "random 8 MiB read x14", raid0,
-                            Raid5Bench::randomReads);
-                    compare(table, r5 + "random 64 KiB write x14", raid5, r0 + "random 64 KiB write x14", raid0,
-                            (dev, buf) -> randomWrites(dev, 64 * 1024));
-                    System.out.println(raid5.stats());
-                }
+                int row = raid5.geometry().optimalIo();
+                String label = "raid5 " + members + " ";
+                table.add(run(label + "full-stripe seq write", raid5,
+                        (dev, buf) -> sequentialWrites(dev, buf, row * Math.max(1, (4 << 20) / row))));
+                table.add(run(label + "random 8 MiB read x14", raid5, Raid5Bench::randomReads));
+                table.add(run(label + "random 64 KiB write x14", raid5, (dev, buf) -> randomWrites(dev, 64 * 1024)));
+                System.out.println(raid5.stats());
+            }
+            // RAID-0 over the first n-1 of the same files, after the RAID-5 array has let go of them.
+            List<BlockDevice> zeroMembers = new ArrayList<>();
+            for (int i = 0; i < members - 1; i++) {
+                zeroMembers.add(FileBlockDevice.open(paths.get(i), 512, false, false));
+            }
+            try (Raid0Array raid0 = new Raid0Array("raid0", zeroMembers, chunk, dataOffset)) {
+                int stripe = raid0.geometry().optimalIo();
+                String label = "raid0 " + (members - 1) + " ";
+                table.add(run(label + "seq write", raid0,
+                        (dev, buf) -> sequentialWrites(dev, buf, stripe * Math.max(1, (4 << 20) / stripe))));
+                table.add(run(label + "random 8 MiB read x14", raid0, Raid5Bench::randomReads));
+                table.add(run(label + "random 64 KiB write x14", raid0, (dev, buf) -> randomWrites(dev, 64 * 1024)));
             }
         } finally {
             for (Path p : paths) {
@@ -91,21 +91,13 @@ public final class Raid5Bench {
         long run(BlockDevice device, ByteBuffer[] buffers) throws Exception;
     }
 
-    /** Warms both devices up (JIT, page cache), then measures one after the other. */
-    private static void compare(List<String[]> table, String labelA, BlockDevice a, String labelB, BlockDevice b,
-                                Workload workload) throws Exception {
+    /** One untimed pass (JIT, page cache), then the measured pass. */
+    private static String[] run(String label, BlockDevice device, Workload workload) throws Exception {
         ByteBuffer[] buffers = new ByteBuffer[OUTSTANDING];
         for (int i = 0; i < OUTSTANDING; i++) {
             buffers[i] = ByteBuffer.allocateDirect(READ_SIZE);
         }
-        workload.run(a, buffers);
-        workload.run(b, buffers);
-        table.add(run(labelA, a, workload, buffers));
-        table.add(run(labelB, b, workload, buffers));
-    }
-
-    private static String[] run(String label, BlockDevice device, Workload workload, ByteBuffer[] buffers)
-            throws Exception {
+        workload.run(device, buffers);
         long cpu0 = processCpuNanos();
         long t0 = System.nanoTime();
         long bytes = workload.run(device, buffers);
