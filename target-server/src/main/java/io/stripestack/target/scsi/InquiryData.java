@@ -111,7 +111,7 @@ final class InquiryData {
         byte[] d = new byte[64];
         d[1] = (byte) VPD_BLOCK_LIMITS;
         Cdb.put16(d, 2, d.length - 4);
-        d[4] = 0x01;              // WSNZ: a WRITE SAME of zero blocks is not "to the end of the medium"
+        // WSNZ=0 (byte 4): a WRITE SAME of zero blocks writes to the end of the medium, within MAXIMUM WRITE SAME LENGTH.
         d[5] = (byte) LogicalUnit.MAX_COMPARE_AND_WRITE_BLOCKS;
         Cdb.put16(d, 6, lu.optimalGranularityBlocks());
         Cdb.put32(d, 8, lu.maxTransferBlocks());

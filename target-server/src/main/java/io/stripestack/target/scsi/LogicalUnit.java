@@ -5,6 +5,7 @@ import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.Geometry;
 import io.stripestack.blockdev.MediumErrorException;
 import java.io.IOException;
+import java.util.Arrays;
 import java.util.concurrent.locks.StampedLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -45,6 +46,13 @@ public final class LogicalUnit {
     static final long MAX_UNMAP_BLOCKS = 1L << 20;
     /** MAXIMUM WRITE SAME LENGTH in bytes: a WRITE SAME that writes data moves at most this much. */
     static final long MAX_WRITE_SAME_BYTES = 256L << 20;
+    /** How much of the medium one GET LBA STATUS reads to tell zero-filled (deallocated) blocks from mapped ones. */
+    static final int LBA_STATUS_SCAN_BYTES = 1 << 20;
+    static final int MAX_LBA_STATUS_DESCRIPTORS = 256;
+    private static final int LBA_STATUS_DESCRIPTOR_LENGTH = 16;
+    /** PROVISIONING STATUS of an LBA status descriptor (SBC-3 table 59). */
+    private static final int LBA_MAPPED = 0;
+    private static final int LBA_DEALLOCATED = 1;
 
     private final BlockDevice device;
     private final LogicalUnitIdentity identity;
@@ -198,6 +206,9 @@ public final class LogicalUnit {
             case Opcodes.VERIFY_16 -> verify(cmd, cdb, Cdb.u64(cdb, 2), Cdb.u32(cdb, 10), 10);
             case Opcodes.SYNCHRONIZE_CACHE_10 -> synchronizeCache(cmd, Cdb.u32(cdb, 2), Cdb.u16(cdb, 7));
             case Opcodes.SYNCHRONIZE_CACHE_16 -> synchronizeCache(cmd, Cdb.u64(cdb, 2), Cdb.u32(cdb, 10));
+            case Opcodes.PRE_FETCH_10 -> preFetch(cmd, Cdb.u32(cdb, 2), Cdb.u16(cdb, 7));
+            case Opcodes.PRE_FETCH_16 -> preFetch(cmd, Cdb.u64(cdb, 2), Cdb.u32(cdb, 10));
+            case Opcodes.ORWRITE_16 -> orWrite(cmd, cdb);
             case Opcodes.WRITE_SAME_10 -> writeSame(cmd, cdb, Cdb.u32(cdb, 2), Cdb.u16(cdb, 7), 7, false);
             case Opcodes.WRITE_SAME_16 -> writeSame(cmd, cdb, Cdb.u64(cdb, 2), Cdb.u32(cdb, 10), 10, (cdb[1] & 0x01) != 0);
             case Opcodes.UNMAP -> unmap(cmd, cdb);
@@ -210,6 +221,9 @@ public final class LogicalUnit {
             case Opcodes.PERSISTENT_RESERVE_IN -> reservations.persistentReserveIn(cmd, cdb);
             case Opcodes.PERSISTENT_RESERVE_OUT -> reservations.persistentReserveOut(cmd, cdb, unitAttentions);
             case Opcodes.MAINTENANCE_IN -> maintenanceIn(cmd, cdb);
+            case Opcodes.READ_DEFECT_DATA_10 -> readDefectData(cmd, Cdb.u8(cdb, 2), Cdb.u16(cdb, 7), false);
+            case Opcodes.READ_DEFECT_DATA_12 -> readDefectData(cmd, Cdb.u8(cdb, 1),
+                    (int) Math.min(Cdb.u32(cdb, 6), Integer.MAX_VALUE), true);
             default -> throw SenseException.invalidOpcode(opcode);
         }
     }
@@ -270,9 +284,14 @@ public final class LogicalUnit {
     }
 
     private void serviceActionIn16(ScsiCommand cmd, byte[] cdb) {
-        if ((cdb[1] & 0x1f) != Opcodes.SA_READ_CAPACITY_16) {
-            throw SenseException.invalidFieldInCdb(1, 4);
+        switch (cdb[1] & 0x1f) {
+            case Opcodes.SA_READ_CAPACITY_16 -> readCapacity16(cmd, cdb);
+            case Opcodes.SA_GET_LBA_STATUS -> getLbaStatus(cmd, cdb);
+            default -> throw SenseException.invalidFieldInCdb(1, 4);
         }
+    }
+
+    private void readCapacity16(ScsiCommand cmd, byte[] cdb) {
         byte[] d = new byte[32];
         Cdb.put64(d, 0, blockCount - 1);
         Cdb.put32(d, 8, blockSize);
@@ -300,6 +319,17 @@ public final class LogicalUnit {
             throw SenseException.invalidFieldInCdb(1, 4);
         }
         SupportedOperations.report(cmd, cdb, this);
+    }
+
+    /**
+     * READ DEFECT DATA(10/12) (SBC-3 5.19, 5.20): the stack remaps nothing it could list, so both the primary
+     * and the grown defect list are empty; the header says the lists asked for are present (PLISTV, GLISTV) in
+     * the format asked for, which any empty list is.
+     */
+    private void readDefectData(ScsiCommand cmd, int flags, int allocation, boolean twelve) {
+        byte[] d = new byte[twelve ? 8 : 4];
+        d[1] = (byte) (flags & 0x1f); // PLISTV = REQ_PLIST, GLISTV = REQ_GLIST, DEFECT LIST FORMAT; length 0
+        respond(cmd, d, allocation);
     }
 
     // ------------------------------------------------------------------------------------------------
@@ -502,6 +532,17 @@ public final class LogicalUnit {
         cmd.complete(null);
     }
 
+    /**
+     * PRE-FETCH(10/16) (SBC-3 5.11, 5.12). The stack has no cache a prefetched range could be parked in until
+     * the initiator reads it (the readahead stage follows sequential streams, it does not hold ranges on
+     * request), so this is the case SBC-3 describes as a cache without room for the blocks: nothing is
+     * transferred and the status is GOOD, not CONDITION MET, with IMMED set or not.
+     */
+    private void preFetch(ScsiCommand cmd, long lba, long blocks) {
+        checkRange(lba, blocks);
+        cmd.complete(null);
+    }
+
     // ------------------------------------------------------------------------------------------------
     // WRITE SAME, UNMAP, COMPARE AND WRITE
 
@@ -517,8 +558,11 @@ public final class LogicalUnit {
             throw SenseException.invalidFieldInCdb(1, 3);
         }
         checkWritable();
+        checkRange(lba, 0);
+        // WSNZ=0: NUMBER OF LOGICAL BLOCKS 0 means every block from the LBA to the end of the medium. Only the
+        // one block of Data-Out moves, so the limit is MAXIMUM WRITE SAME LENGTH, not MAXIMUM TRANSFER LENGTH.
         if (blocks == 0) {
-            throw SenseException.invalidFieldInCdb(lengthByte, -1); // WSNZ=1
+            blocks = blockCount - lba;
         }
         if (blocks > maxWriteSameBlocks()) {
             throw SenseException.invalidFieldInCdb(lengthByte, -1);
@@ -622,6 +666,72 @@ public final class LogicalUnit {
         cmd.complete(null);
     }
 
+    /**
+     * GET LBA STATUS (SBC-3 5.16). The stack keeps no allocation map. A fully provisioned unit (no UNMAP offered)
+     * has every block mapped: one descriptor to the end of the medium. On a unit whose discard zero-fills
+     * (LBPRZ=1) a block that reads as zeros cannot be told from a deallocated one by any initiator, so such
+     * blocks are reported deallocated and all others mapped; one command looks at no more than
+     * {@link #LBA_STATUS_SCAN_BYTES} and as many descriptors as the allocation length holds, and the initiator
+     * asks again from the LBA after the last descriptor.
+     */
+    private void getLbaStatus(ScsiCommand cmd, byte[] cdb) {
+        long lba = Cdb.u64(cdb, 2);
+        int allocation = (int) Math.min(Cdb.u32(cdb, 10), Integer.MAX_VALUE);
+        if (lba < 0 || lba >= blockCount) {
+            throw SenseException.lbaOutOfRange();
+        }
+        long remaining = blockCount - lba;
+        byte[] d;
+        if (!offersUnmap || !device.discardZeroes()) {
+            d = new byte[8 + LBA_STATUS_DESCRIPTOR_LENGTH];
+            putLbaStatusDescriptor(d, 0, lba, Math.min(remaining, 0xFFFFFFFFL), LBA_MAPPED);
+        } else {
+            int maxDescriptors = Math.max(1, Math.min(MAX_LBA_STATUS_DESCRIPTORS,
+                    (allocation - 8) / LBA_STATUS_DESCRIPTOR_LENGTH));
+            d = scanLbaStatus(cmd, lba, (int) Math.min(remaining, LBA_STATUS_SCAN_BYTES / blockSize), maxDescriptors);
+        }
+        Cdb.put32(d, 0, d.length - 4);
+        respond(cmd, d, allocation);
+    }
+
+    /** Descriptors for the runs of zero (deallocated) and non-zero (mapped) blocks among {@code blocks} from {@code lba}. */
+    private byte[] scanLbaStatus(ScsiCommand cmd, long lba, int blocks, int maxDescriptors) {
+        int bytes = blocks * blockSize;
+        ByteBuf medium = cmd.allocator().directBuffer(bytes, bytes);
+        try {
+            try {
+                device.read(lba * blockSize, medium.internalNioBuffer(0, bytes));
+            } catch (IOException e) {
+                throw ioFailure(e, false, lba, blocks);
+            }
+            byte[] d = new byte[8 + maxDescriptors * LBA_STATUS_DESCRIPTOR_LENGTH];
+            int descriptors = 0;
+            int runStart = 0;
+            int runStatus = isZero(medium, 0, blockSize) ? LBA_DEALLOCATED : LBA_MAPPED;
+            for (int i = 1; i <= blocks; i++) {
+                int status = i == blocks ? -1 : isZero(medium, i * blockSize, blockSize) ? LBA_DEALLOCATED : LBA_MAPPED;
+                if (status != runStatus) {
+                    putLbaStatusDescriptor(d, descriptors++, lba + runStart, i - runStart, runStatus);
+                    if (descriptors == maxDescriptors) {
+                        break;
+                    }
+                    runStart = i;
+                    runStatus = status;
+                }
+            }
+            return descriptors == maxDescriptors ? d : Arrays.copyOf(d, 8 + descriptors * LBA_STATUS_DESCRIPTOR_LENGTH);
+        } finally {
+            medium.release();
+        }
+    }
+
+    private static void putLbaStatusDescriptor(byte[] d, int index, long lba, long blocks, int status) {
+        int at = 8 + index * LBA_STATUS_DESCRIPTOR_LENGTH;
+        Cdb.put64(d, at, lba);
+        Cdb.put32(d, at + 8, blocks);
+        d[at + 12] = (byte) status;
+    }
+
     private void compareAndWrite(ScsiCommand cmd, byte[] cdb) {
         if ((cdb[1] & 0xE0) != 0) {
             throw SenseException.invalidFieldInCdb(1, 7); // WRPROTECT
@@ -651,6 +761,52 @@ public final class LogicalUnit {
             writeDevice(cmd, lba, blocks, data, data.readerIndex() + half, half);
         } finally {
             writeOrder.unlockWrite(stamp);
+        }
+        if ((cdb[1] & 0x08) != 0 || !modePages.writeCacheEnabled()) {
+            flush();
+        }
+        cmd.complete(null);
+    }
+
+    /**
+     * ORWRITE(16) (SBC-3 5.10): each block becomes its old contents ORed with the Data-Out. Read, OR and write
+     * run under the exclusive write-order lock, like COMPARE AND WRITE, so no other write lands in between and
+     * two ORWRITEs of the same block both take effect.
+     */
+    private void orWrite(ScsiCommand cmd, byte[] cdb) {
+        if ((cdb[1] & 0xE0) != 0) {
+            throw SenseException.invalidFieldInCdb(1, 7); // ORPROTECT: no protection information
+        }
+        checkWritable();
+        long lba = Cdb.u64(cdb, 2);
+        long blocks = Cdb.u32(cdb, 10);
+        int bytes = checkTransfer(lba, blocks, 10);
+        cmd.setCommandTransferLength(bytes);
+        if (bytes == 0) {
+            cmd.complete(null);
+            return;
+        }
+        ByteBuf data = requireDataOut(cmd, bytes);
+        ByteBuf merged = cmd.allocator().directBuffer(bytes, bytes);
+        try {
+            long stamp = writeOrder.writeLock();
+            try {
+                try {
+                    device.read(lba * blockSize, merged.internalNioBuffer(0, bytes));
+                } catch (IOException e) {
+                    throw ioFailure(e, false, lba, blocks);
+                }
+                orInto(merged, data, data.readerIndex(), bytes);
+                try {
+                    device.write(lba * blockSize, merged.internalNioBuffer(0, bytes));
+                } catch (IOException e) {
+                    throw ioFailure(e, true, lba, blocks);
+                }
+            } finally {
+                writeOrder.unlockWrite(stamp);
+            }
+        } finally {
+            merged.release();
         }
         if ((cdb[1] & 0x08) != 0 || !modePages.writeCacheEnabled()) {
             flush();
@@ -831,12 +987,29 @@ public final class LogicalUnit {
     }
 
     private static boolean isZero(ByteBuf buf, int index, int length) {
-        for (int i = 0; i < length; i++) {
+        int i = 0;
+        for (; i + 8 <= length; i += 8) {
+            if (buf.getLong(index + i) != 0) {
+                return false;
+            }
+        }
+        for (; i < length; i++) {
             if (buf.getByte(index + i) != 0) {
                 return false;
             }
         }
         return true;
+    }
+
+    /** {@code target[0, length) |= source[index, index + length)}. */
+    private static void orInto(ByteBuf target, ByteBuf source, int index, int length) {
+        int i = 0;
+        for (; i + 8 <= length; i += 8) {
+            target.setLong(i, target.getLong(i) | source.getLong(index + i));
+        }
+        for (; i < length; i++) {
+            target.setByte(i, target.getByte(i) | source.getByte(index + i));
+        }
     }
 
     /**

@@ -21,7 +21,9 @@ final class Opcodes {
     static final int WRITE_10 = 0x2A;
     static final int WRITE_AND_VERIFY_10 = 0x2E;
     static final int VERIFY_10 = 0x2F;
+    static final int PRE_FETCH_10 = 0x34;
     static final int SYNCHRONIZE_CACHE_10 = 0x35;
+    static final int READ_DEFECT_DATA_10 = 0x37;
     static final int WRITE_SAME_10 = 0x41;
     static final int UNMAP = 0x42;
     static final int MODE_SELECT_10 = 0x55;
@@ -33,8 +35,10 @@ final class Opcodes {
     static final int READ_16 = 0x88;
     static final int COMPARE_AND_WRITE = 0x89;
     static final int WRITE_16 = 0x8A;
+    static final int ORWRITE_16 = 0x8B;
     static final int WRITE_AND_VERIFY_16 = 0x8E;
     static final int VERIFY_16 = 0x8F;
+    static final int PRE_FETCH_16 = 0x90;
     static final int SYNCHRONIZE_CACHE_16 = 0x91;
     static final int WRITE_SAME_16 = 0x93;
     static final int SERVICE_ACTION_IN_16 = 0x9E;
@@ -44,9 +48,12 @@ final class Opcodes {
     static final int WRITE_12 = 0xAA;
     static final int WRITE_AND_VERIFY_12 = 0xAE;
     static final int VERIFY_12 = 0xAF;
+    static final int READ_DEFECT_DATA_12 = 0xB7;
 
     /** SERVICE ACTION IN(16) service action. */
     static final int SA_READ_CAPACITY_16 = 0x10;
+    /** SERVICE ACTION IN(16) service action. */
+    static final int SA_GET_LBA_STATUS = 0x12;
     /** MAINTENANCE IN service action. */
     static final int SA_REPORT_SUPPORTED_OPERATION_CODES = 0x0C;
 }

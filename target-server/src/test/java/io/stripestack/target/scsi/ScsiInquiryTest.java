@@ -160,7 +160,8 @@ class ScsiInquiryTest {
             assertEquals(0, max % optimal, "maximum a whole number of stripes");
             assertTrue(Cdb.u32(d, 20) > 0, "MAXIMUM UNMAP LBA COUNT with discard");
             assertTrue(Cdb.u32(d, 24) > 0, "MAXIMUM UNMAP BLOCK DESCRIPTOR COUNT with discard");
-            assertEquals(1, d[4] & 0x01, "WSNZ");
+            assertEquals(0, d[4] & 0x01, "WSNZ=0: WRITE SAME of 0 blocks runs to the end of the medium");
+            assertEquals(LogicalUnit.MAX_WRITE_SAME_BYTES / 512, Cdb.u64(d, 36), "MAXIMUM WRITE SAME LENGTH");
             assertTrue((d[5] & 0xff) >= 1, "COMPARE AND WRITE offered");
         }
     }

@@ -3,9 +3,13 @@ package io.stripestack.target.scsi;
 import static io.stripestack.target.scsi.ScsiHarness.*;
 import static org.junit.jupiter.api.Assertions.*;
 
+import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.Geometry;
+import io.stripestack.blockdev.IoStats;
 import io.stripestack.blockdev.MemoryBlockDevice;
+import java.nio.ByteBuffer;
 import java.util.Arrays;
+import java.util.concurrent.atomic.LongAdder;
 import org.junit.jupiter.api.Test;
 
 /** WRITE SAME(10/16) and UNMAP (SBC-3 5.42-5.44, 5.28). */
@@ -95,7 +99,6 @@ class ScsiProvisioningTest {
     @Test
     void writeSameErrors() {
         try (ScsiHarness h = new ScsiHarness(new MemoryBlockDevice("m0", MIB, 512), false)) {
-            h.run(writeSame10(0, 0, false), new byte[512]).assertInvalidFieldInCdb(7);  // WSNZ=1
             h.run(writeSame10(BLOCKS - 1, 2, false), new byte[512]).assertCheck(SenseException.ILLEGAL_REQUEST, 0x21, 0);
             h.run(writeSame10(0, 1, false), new byte[256]).assertCheck(SenseException.ILLEGAL_REQUEST, 0x0E, 0x03);
             h.run(writeSame10(0, 1, false), new byte[1024]).assertCheck(SenseException.ILLEGAL_REQUEST, 0x0E, 0x03);
@@ -109,6 +112,69 @@ class ScsiProvisioningTest {
                 Geometry.simple(512), false), false)) {
             h.run(writeSame10(0, 1, true), new byte[512]).assertInvalidFieldInCdb(1); // UNMAP without discard
             h.run(unmapCdb(24), unmapList(0, 1)).assertCheck(SenseException.ILLEGAL_REQUEST, 0x20, 0x00);
+        }
+    }
+
+    @Test
+    void writeSameOfZeroBlocksRunsToTheEndOfTheMedium() {
+        MemoryBlockDevice device = new MemoryBlockDevice("m0", MIB, 512);
+        try (ScsiHarness h = new ScsiHarness(device, false)) {
+            byte[] block = pattern(512, 12);
+            h.run(writeSame10(BLOCKS - 100, 0, false), block).assertGood();
+            assertArrayEquals(repeat(block, 100), h.run(read10(BLOCKS - 100, 100)).data());
+            assertArrayEquals(new byte[512], h.run(read10(BLOCKS - 101, 1)).data(), "nothing before the LBA");
+            h.run(writeSame16(BLOCKS - 10, 0, true, true), null).assertGood();
+            assertEquals(1, device.stats().discardOps(), "UNMAP to the end of the medium is one discard");
+            assertArrayEquals(new byte[10 * 512], h.run(read10(BLOCKS - 10, 10)).data());
+            h.run(writeSame10(BLOCKS, 0, false), block).assertGood();
+            h.run(writeSame10(BLOCKS + 1, 0, false), block).assertCheck(SenseException.ILLEGAL_REQUEST, 0x21, 0);
+            h.run(writeSame16(-1, 0, false, false), block).assertCheck(SenseException.ILLEGAL_REQUEST, 0x21, 0);
+        }
+    }
+
+    /**
+     * MAXIMUM WRITE SAME LENGTH, not MAXIMUM TRANSFER LENGTH, bounds a WRITE SAME (one block moves), and a
+     * zero-block WRITE SAME is measured to the end of the medium. The unit stands on a device larger than the
+     * limit that stores nothing and counts the bytes written.
+     */
+    @Test
+    void writeSameIsBoundedByTheMaximumWriteSameLength() {
+        long size = 2 * LogicalUnit.MAX_WRITE_SAME_BYTES;
+        LongAdder written = new LongAdder();
+        BlockDevice countingDevice = new BlockDevice() {
+            private final IoStats stats = new IoStats("counting");
+
+            @Override public String name() { return "counting"; }
+            @Override public long size() { return size; }
+            @Override public int logicalBlockSize() { return 512; }
+            @Override public Geometry geometry() { return Geometry.simple(512); }
+            @Override public void read(long offset, ByteBuffer dst) {
+                while (dst.hasRemaining()) {
+                    dst.put((byte) 0);
+                }
+            }
+            @Override public void write(long offset, ByteBuffer src) {
+                written.add(src.remaining());
+                src.position(src.limit());
+            }
+            @Override public void flush() { }
+            @Override public IoStats stats() { return stats; }
+            @Override public void close() { }
+        };
+        long blocks = size / 512;
+        try (ScsiHarness h = new ScsiHarness(countingDevice, false)) {
+            long max = Cdb.u64(h.run(inquiry(true, 0xB0, 64)).data(), 36);
+            assertEquals(LogicalUnit.MAX_WRITE_SAME_BYTES / 512, max);
+            long maxTransfer = Cdb.u32(h.run(inquiry(true, 0xB0, 64)).data(), 8);
+            assertTrue(max > maxTransfer, "the test needs a limit beyond the transfer length");
+            byte[] block = pattern(512, 1);
+            h.run(writeSame16(0, 0, false, false), block).assertInvalidFieldInCdb(10);
+            h.run(writeSame16(blocks - max - 1, max + 1, false, false), block).assertInvalidFieldInCdb(10);
+            assertEquals(0, written.sum());
+            h.run(writeSame16(blocks - max, max, false, false), block).assertGood();
+            assertEquals(max * 512, written.sum());
+            h.run(writeSame16(blocks - max, 0, false, false), block).assertGood();
+            assertEquals(2 * max * 512, written.sum(), "zero blocks: from the LBA to the end");
         }
     }
 

@@ -147,7 +147,7 @@ class ScsiTargetTest {
             assertEquals(0xC0, r.sense()[15] & 0xC0, "field pointer to the opcode");
             assertEquals(0, Cdb.u16(r.sense(), 16));
             h.run(new byte[] {0x28, 0, 0}).assertCheck(SenseException.ILLEGAL_REQUEST, 0x20, 0x00);
-            h.run(cdb(0x9E, 0x12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 32, 0, 0)).assertInvalidFieldInCdb(1);
+            h.run(cdb(0x9E, 0x1F, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 32, 0, 0)).assertInvalidFieldInCdb(1);
         }
     }
 
@@ -217,6 +217,29 @@ class ScsiTargetTest {
             assertEquals(0x80, read10Usage[1] & 0x80, "CTDP");
             assertEquals(4 + 10 + 12, read10Usage.length);
             h.run(rsoc(false, 5, 0, 0, 512)).assertInvalidFieldInCdb(2);
+        }
+    }
+
+    /** The report and the dispatcher agree: every command reported runs (its CDB of zeros may be refused, not its opcode). */
+    @Test
+    void everyReportedCommandIsExecuted() {
+        try (ScsiHarness h = new ScsiHarness(unit("a"))) {
+            byte[] all = h.run(rsoc(false, 0, 0, 0, 65535)).assertGood().data();
+            int commands = 0;
+            for (int p = 4; p < all.length; p += 8) {
+                byte[] c = new byte[Cdb.u16(all, p + 6)];
+                c[0] = all[p];
+                if ((all[p + 5] & 0x01) != 0) {
+                    c[1] = (byte) Cdb.u16(all, p + 2); // service action in byte 1 (SPC-4 4.2.5.2)
+                }
+                ScsiHarness.Result r = h.run(NEXUS_A, c, null);
+                String name = "opcode 0x" + Integer.toHexString(c[0] & 0xff) + "/" + (c[1] & 0x1f);
+                assertFalse(r.status() == ScsiCommand.CHECK_CONDITION && r.asc() == 0x20, name + " reported but refused");
+                assertFalse(r.status() == ScsiCommand.CHECK_CONDITION && r.asc() == 0x24 && Cdb.u16(r.sense(), 16) == 1
+                        && (c[1] & 0x1f) != 0, name + ": service action reported but refused");
+                commands++;
+            }
+            assertTrue(commands >= 50, "all commands listed: " + commands);
         }
     }
 
