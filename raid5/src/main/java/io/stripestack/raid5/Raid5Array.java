@@ -369,7 +369,10 @@ public final class Raid5Array implements BlockDevice {
         checkUsable(0, true);
     }
 
-    /** Marks the array clean in the superblocks (if it is usable), flushes and closes the members. */
+    /**
+     * Flushes, marks the array clean in the superblocks (if it is usable) and closes the members. Call it
+     * after the last I/O has returned; I/O after close fails with {@link java.nio.channels.ClosedChannelException}.
+     */
     @Override
     public void close() throws IOException {
         if (closed) {
