@@ -75,9 +75,14 @@ final class Bench implements AutoCloseable {
         device.flush();
     }
 
+    /** Runs {@code workload} once, untimed: JIT-compiles a stack's code paths before its first measurement. */
+    void warmUp(BlockDevice device, Workload workload) throws IOException {
+        runner.run(device, workload);
+    }
+
     /** Warms up, then runs {@code workload} {@code repeat} times; prints one progress line. */
     Measured measure(String label, BlockDevice device, Workload workload, Probe... probes) throws IOException {
-        runner.run(device, workload.warmUp());
+        warmUp(device, workload.warmUp());
         int n = settings.repeat();
         Sample[] samples = new Sample[n];
         long[][] deltas = new long[probes.length][n];

@@ -42,24 +42,29 @@ class BenchCommandTest {
     void alignmentStudyWritesTableAndChart() throws Exception {
         runStudy("alignment");
         List<String[]> rows = csvRows("alignment", "offset,stack,read_mbps,read_mbps_min,read_mbps_max,read_cpu_pct,"
-                + "read_cpu_pct_min,read_cpu_pct_max,write_mbps,write_mbps_min,write_mbps_max,write_cpu_pct,"
-                + "write_cpu_pct_min,write_cpu_pct_max,prereads_per_gib,prereads_per_gib_min,prereads_per_gib_max,"
+                + "read_cpu_pct_min,read_cpu_pct_max,read_cpu_ms_per_gib,read_cpu_ms_per_gib_min,read_cpu_ms_per_gib_max,"
+                + "write_mbps,write_mbps_min,write_mbps_max,write_cpu_pct,write_cpu_pct_min,write_cpu_pct_max,"
+                + "write_cpu_ms_per_gib,write_cpu_ms_per_gib_min,write_cpu_ms_per_gib_max,prereads_per_gib,prereads_per_gib_min,prereads_per_gib_max,"
                 + "preread_mib_per_gib,preread_mib_per_gib_min,preread_mib_per_gib_max,partial_rows_per_gib,"
                 + "partial_rows_per_gib_min,partial_rows_per_gib_max,read_vs_aligned,write_vs_aligned,ra_none_mbps,"
                 + "ra_none_mbps_min,ra_none_mbps_max,ra_top_mbps,ra_top_mbps_min,ra_top_mbps_max,ra_above_raid_mbps,"
                 + "ra_above_raid_mbps_min,ra_above_raid_mbps_max");
         assertEquals(10, rows.size(), "5 offsets x plain/encrypted");
+        int writeMbps = 11;
+        int prereads = 20;
+        int partialRows = 26;
+        int readVsAligned = 29;
         for (String[] row : rows) {
-            assertPositive(row, 2, 8, 23, 24, 25, 28, 31);
+            assertPositive(row, 2, writeMbps, readVsAligned, readVsAligned + 1, 31, 34, 37);
         }
         // The 81 KiB offset splits every stripe write into two partial rows; a stripe-aligned one fills whole rows.
         // (Whether a partial row needs a pre-read depends on what the stripe cache still holds: not asserted.)
         for (String stack : new String[] {"plain", "encrypted"}) {
             String[] misaligned = find(rows, "81KiB", stack);
             String[] aligned = find(rows, "192KiB (stripe)", stack);
-            assertTrue(Double.parseDouble(misaligned[20]) > 0, stack + ": 81 KiB offset wrote no partial rows");
-            assertEquals(0.0, Double.parseDouble(aligned[20]), stack + ": stripe-aligned writes wrote partial rows");
-            assertEquals(0.0, Double.parseDouble(aligned[14]), stack + ": stripe-aligned writes needed pre-reads");
+            assertTrue(Double.parseDouble(misaligned[partialRows]) > 0, stack + ": 81 KiB offset wrote no partial rows");
+            assertEquals(0.0, Double.parseDouble(aligned[partialRows]), stack + ": stripe-aligned writes wrote partial rows");
+            assertEquals(0.0, Double.parseDouble(aligned[prereads]), stack + ": stripe-aligned writes needed pre-reads");
         }
         assertEquals(20, bars("alignment"), "5 offsets x 4 series");
     }
@@ -72,8 +77,8 @@ class BenchCommandTest {
         assertTrue(lines.get(0).endsWith(",iscsi_read_mbps,iscsi_read_mbps_min,iscsi_read_mbps_max,iscsi_read_cpu_pct,"
                 + "iscsi_read_cpu_pct_min,iscsi_read_cpu_pct_max,iscsi_write_mbps,iscsi_write_mbps_min,iscsi_write_mbps_max,"
                 + "iscsi_write_cpu_pct,iscsi_write_cpu_pct_min,iscsi_write_cpu_pct_max"), lines.get(0));
-        int readMbps = 34;
-        int writeMbps = 40;
+        int readMbps = 40;
+        int writeMbps = 46;
         for (String line : lines.subList(1, lines.size())) {
             String[] row = line.split(",", -1);
             if (row[1].equals("encrypted")) {
