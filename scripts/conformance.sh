@@ -3,7 +3,8 @@
 #
 # Starts `bin/stripestack serve` (which builds the jar when it is missing) on a generated configuration in a
 # temporary directory: LUN 0 is a RAID-5 array of 4 member files, LUN 1 a RAM disk (which supports discard,
-# so the thin-provisioning tests run on it). Runs every SCSI and iSCSI suite on its own, with a timeout,
+# so the thin-provisioning tests run on it), LUN 2 a write-protected RAM disk that only SCSI.ReadOnly uses
+# (its one test needs a write-protected unit). Runs every SCSI and iSCSI suite on its own, with a timeout,
 # writes one TSV row per test (family, suite, test, status, message), prints per-suite counts and a final
 # "N passed, N failed, N skipped" line, and stops the server. Exits 1 if any test failed.
 # Results and their explanation: docs/conformance.md.
@@ -93,6 +94,7 @@ targets:
     luns:
       - {lun: 0, array: md0}
       - {lun: 1, ram_size: 128MiB}
+      - {lun: 2, ram_size: 16MiB, read_only: true}
 EOF
 
 if [ -n "$jar" ]; then
@@ -120,7 +122,8 @@ done
 
 url="iscsi://127.0.0.1:$port/$iqn/$lun"
 version="$(dpkg-query -W -f '${Version}' libiscsi-bin 2>/dev/null || echo unknown)"
-echo "conformance: iscsi-test-cu (libiscsi-bin $version) --dataloss against $url, suite timeout ${suite_timeout}s"
+echo "conformance: iscsi-test-cu (libiscsi-bin $version) --dataloss against $url (SCSI.ReadOnly: LUN 2)," \
+  "suite timeout ${suite_timeout}s"
 
 mapfile -t suites < <(iscsi-test-cu --list | grep -E '^(SCSI|iSCSI)\.[A-Za-z0-9]+$' \
   | { if [ -n "$only" ]; then grep -E "^($only)\$" || true; else cat; fi; })
@@ -146,7 +149,7 @@ parse_suite() { # family suite log exit_status
       printf "%s\t%s\t%s\t%s\t%s\n", family, suite, test, status, msg
       intest = 0; awaiting_assert = verdict == "FAILED"
     }
-    # CUnit prints its verdict right after the test's last log line; teardown logging may follow on that line.
+    # CUnit prints its verdict right after the last log line of a test; teardown logging may follow on that line.
     function verdict_of(s) { s = clean(s); return match(s, /^(passed|FAILED)([ \t]|$)/) ? substr(s, 1, 6) : "" }
     /^  Test: / {
       if (intest) { finish("FAILED") }
@@ -179,8 +182,12 @@ for name in "${suites[@]}"; do
   family="${name%%.*}"
   suite="${name#*.}"
   log="$logs/$name.log"
+  suite_url="$url"
+  if [ "$name" = SCSI.ReadOnly ]; then
+    suite_url="iscsi://127.0.0.1:$port/$iqn/2"
+  fi
   rc=0
-  timeout "$suite_timeout" iscsi-test-cu --dataloss -t "$name" "$url" "$url" >"$log" 2>&1 || rc=$?
+  timeout "$suite_timeout" iscsi-test-cu --dataloss -t "$name" "$suite_url" "$suite_url" >"$log" 2>&1 || rc=$?
   rows="$(parse_suite "$family" "$suite" "$log" "$rc")"
   if [ -n "$rows" ]; then
     printf '%s\n' "$rows" >>"$out"

@@ -121,7 +121,7 @@ final class InquiryData {
             Cdb.put32(d, 24, LogicalUnit.MAX_UNMAP_DESCRIPTORS);
             Cdb.put32(d, 28, lu.optimalGranularityBlocks());
         }
-        Cdb.put64(d, 36, lu.maxWriteSameBlocks());
+        Cdb.put64(d, 36, LogicalUnit.MAX_WRITE_SAME_BLOCKS);
         return d;
     }
 

@@ -44,8 +44,12 @@ public final class LogicalUnit {
      * conformance suite also expects a stated limit to be at most 2^20).
      */
     static final long MAX_UNMAP_BLOCKS = 1L << 20;
-    /** MAXIMUM WRITE SAME LENGTH in bytes: a WRITE SAME that writes data moves at most this much. */
-    static final long MAX_WRITE_SAME_BYTES = 256L << 20;
+    /**
+     * MAXIMUM WRITE SAME LENGTH: the largest count WRITE SAME(10) can express, the same for WRITE SAME(16) (Linux
+     * LIO's default too). At most 32 MiB (512-byte blocks) or 256 MiB (4 KiB blocks) per command keeps one WRITE
+     * SAME well inside an initiator's command timeout even on a degraded array.
+     */
+    static final int MAX_WRITE_SAME_BLOCKS = 0xFFFF;
     /** How much of the medium one GET LBA STATUS reads to tell zero-filled (deallocated) blocks from mapped ones. */
     static final int LBA_STATUS_SCAN_BYTES = 1 << 20;
     static final int MAX_LBA_STATUS_DESCRIPTORS = 256;
@@ -150,9 +154,6 @@ public final class LogicalUnit {
         return MAX_UNMAP_BLOCKS;
     }
 
-    long maxWriteSameBlocks() {
-        return MAX_WRITE_SAME_BYTES / blockSize;
-    }
 
     UnitAttentions unitAttentions() {
         return unitAttentions;
@@ -553,18 +554,18 @@ public final class LogicalUnit {
         if ((cdb[1] & 0x10) != 0) {
             throw SenseException.invalidFieldInCdb(1, 4); // ANCHOR: anchored blocks are not supported
         }
+        checkWritable();
         boolean unmap = (cdb[1] & 0x08) != 0;
         if (unmap && !device.supportsDiscard()) {
             throw SenseException.invalidFieldInCdb(1, 3);
         }
-        checkWritable();
         checkRange(lba, 0);
         // WSNZ=0: NUMBER OF LOGICAL BLOCKS 0 means every block from the LBA to the end of the medium. Only the
         // one block of Data-Out moves, so the limit is MAXIMUM WRITE SAME LENGTH, not MAXIMUM TRANSFER LENGTH.
         if (blocks == 0) {
             blocks = blockCount - lba;
         }
-        if (blocks > maxWriteSameBlocks()) {
+        if (blocks > MAX_WRITE_SAME_BLOCKS) {
             throw SenseException.invalidFieldInCdb(lengthByte, -1);
         }
         checkRange(lba, blocks);

@@ -161,7 +161,7 @@ class ScsiInquiryTest {
             assertTrue(Cdb.u32(d, 20) > 0, "MAXIMUM UNMAP LBA COUNT with discard");
             assertTrue(Cdb.u32(d, 24) > 0, "MAXIMUM UNMAP BLOCK DESCRIPTOR COUNT with discard");
             assertEquals(0, d[4] & 0x01, "WSNZ=0: WRITE SAME of 0 blocks runs to the end of the medium");
-            assertEquals(LogicalUnit.MAX_WRITE_SAME_BYTES / 512, Cdb.u64(d, 36), "MAXIMUM WRITE SAME LENGTH");
+            assertEquals(0xFFFF, Cdb.u64(d, 36), "MAXIMUM WRITE SAME LENGTH: what WRITE SAME(10) can express");
             assertTrue((d[5] & 0xff) >= 1, "COMPARE AND WRITE offered");
         }
     }

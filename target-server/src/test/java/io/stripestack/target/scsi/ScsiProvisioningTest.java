@@ -139,7 +139,7 @@ class ScsiProvisioningTest {
      */
     @Test
     void writeSameIsBoundedByTheMaximumWriteSameLength() {
-        long size = 2 * LogicalUnit.MAX_WRITE_SAME_BYTES;
+        long size = 2L * LogicalUnit.MAX_WRITE_SAME_BLOCKS * 512 + 512 * 100;
         LongAdder written = new LongAdder();
         BlockDevice countingDevice = new BlockDevice() {
             private final IoStats stats = new IoStats("counting");
@@ -164,7 +164,7 @@ class ScsiProvisioningTest {
         long blocks = size / 512;
         try (ScsiHarness h = new ScsiHarness(countingDevice, false)) {
             long max = Cdb.u64(h.run(inquiry(true, 0xB0, 64)).data(), 36);
-            assertEquals(LogicalUnit.MAX_WRITE_SAME_BYTES / 512, max);
+            assertEquals(LogicalUnit.MAX_WRITE_SAME_BLOCKS, max);
             long maxTransfer = Cdb.u32(h.run(inquiry(true, 0xB0, 64)).data(), 8);
             assertTrue(max > maxTransfer, "the test needs a limit beyond the transfer length");
             byte[] block = pattern(512, 1);

@@ -15,6 +15,7 @@ import io.stripestack.blockdev.MemoryBlockDevice;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -188,12 +189,24 @@ class ScsiReadWriteTest {
 
     @Test
     void readOnlyUnitRefusesEveryWriteWithDataProtect() {
-        try (ScsiHarness h = new ScsiHarness(new MemoryBlockDevice("m0", MIB, 512), true)) {
-            h.run(write10(0, 1, false), new byte[512]).assertCheck(SenseException.DATA_PROTECT, 0x27, 0x00);
-            h.run(rw16(0x8A, 0, 1), new byte[512]).assertCheck(SenseException.DATA_PROTECT, 0x27, 0x00);
-            byte[] ms = h.run(cdb(0x1A, 0x08, 0x3F, 0, 255, 0)).data();
-            assertEquals(0x80, ms[2] & 0x80, "MODE SENSE header WP bit");
-            h.run(read10(0, 1)).assertGood();
+        for (boolean discard : new boolean[] {true, false}) {
+            BlockDevice device = new ShapedBlockDevice(new MemoryBlockDevice("m0", MIB, 512), Geometry.simple(512), discard);
+            try (ScsiHarness h = new ScsiHarness(device, true)) {
+                byte[] writeSame10Unmap = cdb(0x41, 0x08, 0, 0, 0, 0, 0, 0, 1, 0);
+                byte[] writeSame16Unmap = rw16(0x93, 0, 1);
+                writeSame16Unmap[1] = 0x08;
+                byte[] compareAndWrite = rw16(0x89, 0, 0);
+                compareAndWrite[13] = 1;
+                for (byte[] c : List.of(write10(0, 1, false), rw16(0x8A, 0, 1), cdb(0x0A, 0, 0, 0, 1, 0),
+                        cdb(0x2E, 0, 0, 0, 0, 0, 0, 0, 1, 0), rw16(0x8E, 0, 1), rw16(0x8B, 0, 1),
+                        cdb(0x41, 0, 0, 0, 0, 0, 0, 0, 1, 0), writeSame10Unmap, writeSame16Unmap)) {
+                    h.run(c, new byte[512]).assertCheck(SenseException.DATA_PROTECT, 0x27, 0x00);
+                }
+                h.run(compareAndWrite, new byte[1024]).assertCheck(SenseException.DATA_PROTECT, 0x27, 0x00);
+                byte[] ms = h.run(cdb(0x1A, 0x08, 0x3F, 0, 255, 0)).data();
+                assertEquals(0x80, ms[2] & 0x80, "MODE SENSE header WP bit");
+                h.run(read10(0, 1)).assertGood();
+            }
         }
     }
 
