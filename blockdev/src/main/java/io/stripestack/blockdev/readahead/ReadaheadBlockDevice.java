@@ -80,6 +80,11 @@ public final class ReadaheadBlockDevice implements BlockDevice {
     private final Condition loadEnded = lock.newCondition();
     private final SegmentTable table;
     private final Segment[] sweep;
+    /** Scratch for the segments of one run being issued; guarded by the lock. */
+    private final Segment[] run;
+    private final int prefetchThreads;
+    /** The most segments one prefetch read may span: the device's maxTransfer, else the whole budget. */
+    private final int maxRunSegments;
     private final Stream[] streams = new Stream[MAX_STREAMS];
     private final ThreadPoolExecutor prefetcher;
     private long tick;
@@ -116,6 +121,10 @@ public final class ReadaheadBlockDevice implements BlockDevice {
         this.prefetchSkippedNoBudget = stats.counter("prefetch_skipped_no_budget");
         this.table = new SegmentTable(budget.segmentCount());
         this.sweep = new Segment[budget.segmentCount()];
+        this.run = new Segment[budget.segmentCount()];
+        this.prefetchThreads = prefetchThreads;
+        int maxTransfer = below.geometry().maxTransfer();
+        this.maxRunSegments = maxTransfer == 0 ? budget.segmentCount() : Math.max(1, maxTransfer / segmentBytes);
         for (int i = 0; i < streams.length; i++) {
             streams[i] = new Stream();
         }
@@ -323,12 +332,13 @@ public final class ReadaheadBlockDevice implements BlockDevice {
                     }
                     loading |= segment.state == Segment.State.LOADING;
                 }
-                if (queued != null && prefetcher.remove(queued)) {
+                if (queued != null && prefetcher.remove(queued.runHead)) {
                     // Fetch it on this thread rather than wait behind other prefetches or read it twice.
-                    queued.state = Segment.State.LOADING;
+                    Segment head = queued.runHead;
+                    markLoading(head);
                     lock.unlock();
                     try {
-                        load(queued);
+                        load(head);
                     } finally {
                         lock.lock();
                     }
@@ -410,7 +420,7 @@ public final class ReadaheadBlockDevice implements BlockDevice {
         if (from >= to) {
             return;
         }
-        long issuedTo = issue(from, to);
+        long issuedTo = issue(from, to, runSegments(window));
         if (issuedTo > from) {
             stream.window = window;
             stream.triggerAt = from;
@@ -435,21 +445,50 @@ public final class ReadaheadBlockDevice implements BlockDevice {
         return Math.min(limit, segments * segmentBytes);
     }
 
-    /** Queues prefetches of the segments of {@code [from, to)} not yet held; returns where it stopped. */
-    private long issue(long from, long to) {
-        for (long i = from / segmentBytes; i * segmentBytes < to; i++) {
+    /**
+     * How many segments one prefetch read of a window spans: the window shared among the prefetch
+     * threads, so that its reads run in parallel and each is as large as it can be, within maxTransfer.
+     */
+    private int runSegments(long window) {
+        long perThread = window / segmentBytes / prefetchThreads;
+        return (int) Math.max(1, Math.min(perThread, maxRunSegments));
+    }
+
+    /**
+     * Queues prefetches of the segments of {@code [from, to)} not yet held, adjacent ones in runs of up to
+     * {@code runLimit} segments read with one read below; returns where it stopped.
+     */
+    private long issue(long from, long to, int runLimit) {
+        long i = from / segmentBytes;
+        while (i * segmentBytes < to) {
             if (table.get(i) != null) {
+                i++;
                 continue;
             }
-            Segment segment = budget.tryAcquire();
-            if (segment == null) {
+            int wanted = 1;
+            while (wanted < runLimit && (i + wanted) * segmentBytes < to && table.get(i + wanted) == null) {
+                wanted++;
+            }
+            int got = budget.tryAcquireRun(wanted, run);
+            if (got == 0) {
                 prefetchSkippedNoBudget.increment();
                 return i * segmentBytes;
             }
-            long start = i * segmentBytes;
-            segment.assign(this, i, start, (int) Math.min(segmentBytes, size - start));
-            table.put(i, segment);
-            prefetcher.execute(segment);
+            Segment head = run[0];
+            Segment previous = null;
+            for (int k = 0; k < got; k++) {
+                Segment segment = run[k];
+                run[k] = null;
+                long start = (i + k) * segmentBytes;
+                segment.assign(this, i + k, start, (int) Math.min(segmentBytes, size - start), head);
+                if (previous != null) {
+                    previous.nextInRun = segment;
+                }
+                previous = segment;
+                table.put(i + k, segment);
+            }
+            prefetcher.execute(head);
+            i += got;
         }
         return to;
     }
@@ -556,45 +595,65 @@ public final class ReadaheadBlockDevice implements BlockDevice {
 
     // ---- prefetch threads ----
 
-    /** Body of a prefetch task; runs on this device's executor, without the lock held on entry. */
-    void prefetch(Segment segment) {
+    /**
+     * Body of a prefetch task, the head of a QUEUED run; runs on this device's executor, without the lock
+     * held on entry. A run whose every segment was dropped while queued is freed without I/O.
+     */
+    void prefetch(Segment head) {
         lock.lock();
         try {
-            if (segment.dropped) {
-                free(segment);
+            boolean wanted = false;
+            for (Segment segment = head; segment != null; segment = segment.nextInRun) {
+                wanted |= !segment.dropped;
+            }
+            if (!wanted) {
+                for (Segment segment = head, next; segment != null; segment = next) {
+                    next = segment.nextInRun;
+                    free(segment);
+                }
                 return;
             }
-            segment.state = Segment.State.LOADING;
+            markLoading(head);
         } finally {
             lock.unlock();
         }
-        load(segment);
+        load(head);
+    }
+
+    private static void markLoading(Segment head) {
+        for (Segment segment = head; segment != null; segment = segment.nextInRun) {
+            segment.state = Segment.State.LOADING;
+        }
     }
 
     /**
-     * Reads a LOADING segment from below, then installs it or, if it was dropped meanwhile or failed,
-     * frees it. Called without the lock, by a prefetch thread or by a reader that took the segment off the
-     * queue.
+     * Reads a LOADING run from below with one read, then installs each of its segments or, if it was
+     * dropped meanwhile or the read failed, frees it. Called without the lock, by a prefetch thread or by
+     * a reader that took the run's head off the queue.
      */
-    private void load(Segment segment) {
-        boolean loaded = readBelowInto(segment);
+    private void load(Segment head) {
+        boolean loaded = readBelowInto(head);
         lock.lock();
         try {
-            if (loaded) {
-                prefetchBytes.add(segment.length);
-            } else {
+            if (!loaded) {
                 prefetchErrors.increment();
             }
-            if (segment.dropped) {
+            for (Segment segment = head, next; segment != null; segment = next) {
+                next = segment.nextInRun;
                 if (loaded) {
-                    wastedPrefetchBytes.add(segment.length);
+                    prefetchBytes.add(segment.length);
                 }
-                free(segment);
-            } else if (loaded) {
-                segment.state = Segment.State.READY;
-            } else {
-                table.remove(segment.index);
-                free(segment);
+                if (segment.dropped) {
+                    if (loaded) {
+                        wastedPrefetchBytes.add(segment.length);
+                    }
+                    free(segment);
+                } else if (loaded) {
+                    segment.state = Segment.State.READY;
+                } else {
+                    table.remove(segment.index);
+                    free(segment);
+                }
             }
             loadEnded.signalAll();
         } finally {
@@ -602,20 +661,19 @@ public final class ReadaheadBlockDevice implements BlockDevice {
         }
     }
 
-    /** Reads the segment from below without the lock; a failure is logged and reported to no reader. */
-    private boolean readBelowInto(Segment segment) {
-        ByteBuffer buffer = segment.buffer;
-        buffer.clear().limit(segment.length);
+    /** Reads the run from below without the lock; a failure is logged and reported to no reader. */
+    private boolean readBelowInto(Segment head) {
+        ByteBuffer buffer = head.runBuffer();
+        long end = head.start + buffer.remaining();
         try {
-            below.read(segment.start, buffer);
+            below.read(head.start, buffer);
             return true;
         } catch (IOException e) {
             log.debug("{}: prefetch of bytes [{}, {}) failed and was dropped; readers of them go below themselves: {}",
-                    name, segment.start, segment.end(), e.toString());
+                    name, head.start, end, e.toString());
             return false;
         } catch (RuntimeException e) {
-            log.warn("{}: prefetch of bytes [{}, {}) failed unexpectedly and was dropped", name, segment.start,
-                    segment.end(), e);
+            log.warn("{}: prefetch of bytes [{}, {}) failed unexpectedly and was dropped", name, head.start, end, e);
             return false;
         }
     }

@@ -1,7 +1,6 @@
 package io.stripestack.blockdev.readahead;
 
 import java.nio.ByteBuffer;
-import java.util.ArrayDeque;
 
 /**
  * The memory every {@link ReadaheadBlockDevice} of the process prefetches into: a fixed number of
@@ -12,13 +11,15 @@ import java.util.ArrayDeque;
  * <p>A stage that finds the budget empty skips that prefetch (and counts it); nothing ever waits for a
  * segment, so an exhausted budget costs readahead, never a foreground read's latency.
  *
- * <p>The segment is also the unit of prefetch I/O: a stage reads ahead in segment-aligned reads of one
- * segment each (the kernel likewise splits readahead into requests of at most max_sectors_kb), issued
- * in parallel on the stage's prefetch threads.
+ * <p>The segments of a slab lie back to back in memory, so a stage can read several adjacent segments of
+ * its device with one read below into a run of adjacent free segments ({@link #tryAcquireRun}): a window
+ * is fetched in a few large reads, not one read per segment. Free segments are handed out next-fit from a
+ * cursor that moves round the slabs; since a sequential reader frees its segments in the order it got them,
+ * the free ones mostly stay in long runs.
  *
- * <p>Concurrency: the free list is guarded by this object's monitor; {@link #tryAcquire} and
- * {@link #release} are O(1) and allocate nothing. A stage calls them while holding its own lock, so the
- * lock order is always stage lock, then budget monitor.
+ * <p>Concurrency: the free flags are guarded by this object's monitor; {@link #tryAcquireRun} scans at
+ * most every segment once and {@link #release} is O(1); neither allocates. A stage calls them while
+ * holding its own lock, so the lock order is always stage lock, then budget monitor.
  */
 public final class ReadaheadBudget {
     /** Default segment: 128 KiB, the kernel's default read_ahead_kb and the smallest window we issue. */
@@ -30,7 +31,12 @@ public final class ReadaheadBudget {
 
     private final int segmentBytes;
     private final int segmentCount;
-    private final ArrayDeque<Segment> free;
+    /** Every segment, in memory order: those of one slab are adjacent. */
+    private final Segment[] segments;
+    private final boolean[] free;
+    private int freeCount;
+    /** Where the next search for free segments starts. */
+    private int cursor;
 
     /** A budget of {@code totalBytes} in {@link #DEFAULT_SEGMENT_BYTES} segments. */
     public ReadaheadBudget(long totalBytes) {
@@ -54,19 +60,23 @@ public final class ReadaheadBudget {
         }
         this.segmentBytes = segmentBytes;
         this.segmentCount = (int) (totalBytes / segmentBytes);
-        this.free = new ArrayDeque<>(segmentCount);
+        this.segments = new Segment[segmentCount];
+        this.free = new boolean[segmentCount];
         int perSlab = Math.max(1, MAX_SLAB_BYTES / segmentBytes);
         int left = segmentCount;
+        int ordinal = 0;
         while (left > 0) {
             int inSlab = Math.min(perSlab, left);
             // Page-aligned, so segments can take O_DIRECT reads from member files below.
             ByteBuffer slab = ByteBuffer.allocateDirect(inSlab * segmentBytes + SEGMENT_ALIGNMENT)
                     .alignedSlice(SEGMENT_ALIGNMENT);
             for (int i = 0; i < inSlab; i++) {
-                free.addLast(new Segment(slab.slice(i * segmentBytes, segmentBytes)));
+                segments[ordinal] = new Segment(slab, i * segmentBytes, segmentBytes, ordinal, i == 0);
+                free[ordinal++] = true;
             }
             left -= inSlab;
         }
+        this.freeCount = segmentCount;
     }
 
     public int segmentBytes() {
@@ -83,17 +93,35 @@ public final class ReadaheadBudget {
 
     /** Bytes currently held by stages (queued, loading or holding prefetched data). */
     public synchronized long inUseBytes() {
-        return (long) (segmentCount - free.size()) * segmentBytes;
+        return (long) (segmentCount - freeCount) * segmentBytes;
     }
 
-    /** A free segment, or null when the budget is exhausted. Never blocks. */
-    synchronized Segment tryAcquire() {
-        return free.pollFirst();
+    /**
+     * Takes up to {@code wanted} free segments that are adjacent in memory, in memory order, into
+     * {@code into}; returns how many (0 when the budget is exhausted). Never blocks.
+     */
+    synchronized int tryAcquireRun(int wanted, Segment[] into) {
+        if (freeCount == 0) {
+            return 0;
+        }
+        int first = cursor;
+        while (!free[first]) {
+            first = first + 1 == segmentCount ? 0 : first + 1;
+        }
+        int taken = 0;
+        for (int i = first; taken < wanted && i < segmentCount && free[i] && (taken == 0 || !segments[i].startsSlab); i++) {
+            free[i] = false;
+            into[taken++] = segments[i];
+        }
+        freeCount -= taken;
+        cursor = first + taken == segmentCount ? 0 : first + taken;
+        return taken;
     }
 
-    /** Returns a segment; the most recently used is handed out first, as its memory is the warmest. */
+    /** Returns a segment to the budget. */
     synchronized void release(Segment segment) {
-        free.addFirst(segment);
+        free[segment.ordinal] = true;
+        freeCount++;
     }
 
     @Override

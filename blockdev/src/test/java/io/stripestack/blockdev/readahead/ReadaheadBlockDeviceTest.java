@@ -52,6 +52,21 @@ class ReadaheadBlockDeviceTest {
         return buffer.flip();
     }
 
+    /** Prefetches read whole segments, one or a run of them; the tests' own reads are smaller. */
+    private static boolean isPrefetch(long[] read) {
+        return read[1] >= SEGMENT && read[1] % SEGMENT == 0 && read[0] % SEGMENT == 0;
+    }
+
+    private static long prefetchedBytes(InstrumentedBlockDevice below) {
+        long bytes = 0;
+        for (long[] read : below.reads) {
+            if (isPrefetch(read)) {
+                bytes += read[1];
+            }
+        }
+        return bytes;
+    }
+
     private static void await(String what, BooleanSupplier condition) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (!condition.getAsBoolean()) {
@@ -81,6 +96,11 @@ class ReadaheadBlockDeviceTest {
             assertTrue(readsBelow < reads / 8, readsBelow + " reads below for " + reads + " reads");
             assertTrue(device.stats().layerCounter("prefetch_bytes") >= size - 512 * KIB);
             assertEquals(4L * KIB * hits, device.stats().layerCounter("readahead_hit_bytes"));
+            // 512 KiB windows shared by 2 prefetch threads: runs of 4 segments, one read below each.
+            long inRuns = below.reads.stream().filter(read -> isPrefetch(read) && read[1] == 4 * SEGMENT)
+                    .mapToLong(read -> read[1]).sum();
+            assertTrue(inRuns >= prefetchedBytes(below) / 2, inRuns + " of " + prefetchedBytes(below)
+                    + " prefetched bytes were read in runs of 4 segments");
         }
         assertEquals(0, budget.inUseBytes(), "close returns every segment");
     }
@@ -137,8 +157,8 @@ class ReadaheadBlockDeviceTest {
             assertEquals(List.of(), failures);
             long[] prefetchedPerStream = new long[streams];
             for (long[] read : below.reads) {
-                if (read[1] == SEGMENT) {
-                    prefetchedPerStream[(int) (read[0] / region)] += SEGMENT;
+                if (isPrefetch(read)) {
+                    prefetchedPerStream[(int) (read[0] / region)] += read[1];
                 }
             }
             for (int s = 0; s < streams; s++) {
@@ -188,7 +208,7 @@ class ReadaheadBlockDeviceTest {
             for (long at = 0; at < 256 * KIB; at += 4 * KIB) {
                 read(device, at, 4 * KIB);
             }
-            prefetchedBySequential = below.reads.stream().filter(r -> r[1] == SEGMENT).count() * SEGMENT;
+            prefetchedBySequential = prefetchedBytes(below);
             assertTrue(prefetchedBySequential > 0);
             Random random = new Random(11);
             Set<Long> ends = new HashSet<>();
@@ -203,8 +223,7 @@ class ReadaheadBlockDeviceTest {
         }
         // Random reads land near the stream now and then, but must not keep it reading ahead; only the
         // windows the sequential reads left in flight may still be fetched.
-        long prefetchedDuringRandom = below.reads.stream().filter(r -> r[1] == SEGMENT).count() * SEGMENT
-                - prefetchedBySequential;
+        long prefetchedDuringRandom = prefetchedBytes(below) - prefetchedBySequential;
         assertTrue(prefetchedDuringRandom <= 2 * window, prefetchedDuringRandom + " bytes prefetched during random reads");
     }
 

@@ -33,7 +33,7 @@ class SegmentTableTest {
                 Long victim = model.containsKey(key) ? key : model.keySet().iterator().next();
                 assertSame(model.remove(victim), table.remove(victim));
             } else {
-                Segment segment = new Segment(ByteBuffer.allocate(0));
+                Segment segment = new Segment(ByteBuffer.allocate(0), 0, 0, 0, true);
                 segment.index = key;
                 model.put(key, segment);
                 table.put(key, segment);
