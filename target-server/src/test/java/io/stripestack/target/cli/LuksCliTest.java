@@ -1,6 +1,7 @@
 package io.stripestack.target.cli;
 
 import static io.stripestack.target.testing.ExternalTools.run;
+import static io.stripestack.target.testing.CliRunner.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -10,13 +11,11 @@ import io.stripestack.target.config.ConfigLoader;
 import io.stripestack.target.server.StripestackServer;
 import io.stripestack.target.testing.ExternalTools;
 import io.stripestack.target.testing.ExternalTools.Result;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import io.stripestack.target.testing.CliRunner.Outcome;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -27,24 +26,6 @@ import org.junit.jupiter.api.io.TempDir;
 class LuksCliTest {
     @TempDir
     Path dir;
-
-    private record Outcome(int code, String out, String err) {
-    }
-
-    private static Outcome cli(String... args) {
-        PrintStream oldOut = System.out;
-        PrintStream oldErr = System.err;
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        try {
-            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-            return new Outcome(StripestackCli.run(args), out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
-        } finally {
-            System.setOut(oldOut);
-            System.setErr(oldErr);
-        }
-    }
 
     private Path secret(String name, String text) throws IOException {
         Path p = dir.resolve(name);

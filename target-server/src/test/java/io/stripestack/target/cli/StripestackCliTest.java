@@ -1,11 +1,10 @@
 package io.stripestack.target.cli;
 
+import static io.stripestack.target.testing.CliRunner.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
+import io.stripestack.target.testing.CliRunner.Outcome;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
@@ -14,25 +13,6 @@ import org.junit.jupiter.api.io.TempDir;
 class StripestackCliTest {
     @TempDir
     Path dir;
-
-    private record Outcome(int code, String out, String err) {
-    }
-
-    private static Outcome cli(String... args) {
-        PrintStream oldOut = System.out;
-        PrintStream oldErr = System.err;
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        try {
-            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-            int code = StripestackCli.run(args);
-            return new Outcome(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
-        } finally {
-            System.setOut(oldOut);
-            System.setErr(oldErr);
-        }
-    }
 
     @Test
     void createMakesMembersOnceAndLeavesThemAloneAfter() throws Exception {
