@@ -1,19 +1,17 @@
 package io.stripestack.target.iscsi;
 
+import static io.stripestack.target.testing.ExternalTools.run;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 import io.netty.util.ResourceLeakDetector;
 import io.stripestack.blockdev.MemoryBlockDevice;
 import io.stripestack.target.scsi.LogicalUnit;
 import io.stripestack.target.scsi.LogicalUnitIdentity;
 import io.stripestack.target.scsi.ScsiTarget;
-import java.io.File;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;
@@ -24,8 +22,8 @@ import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import io.stripestack.target.testing.ExternalTools.Result;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -88,33 +86,33 @@ class IscsiServerClientInteropTest {
         // credentials and an allowed initiator name so iscsi-ls can log in to every target to list LUNs
         Result r = run("iscsi-ls", "-s", "-i", ALLOWED_INITIATOR,
                 "iscsi://" + CHAP_USER + "%" + CHAP_SECRET + "@127.0.0.1:" + port);
-        assertEquals(0, r.exit, r.output);
+        assertEquals(0, r.exitCode(), r.output());
         for (String iqn : List.of(OPEN_IQN, CHAP_IQN, ACL_IQN)) {
-            assertTrue(r.output.contains("Target:" + iqn + " Portal:127.0.0.1:" + port + ",1"), r.output);
+            assertTrue(r.output().contains("Target:" + iqn + " Portal:127.0.0.1:" + port + ",1"), r.output());
         }
-        assertEquals(3, r.output.split("Lun:0 ", -1).length - 1, r.output);
+        assertEquals(3, r.output().split("Lun:0 ", -1).length - 1, r.output());
     }
 
     @Test
     void iscsiInqAndReadCapacity16SeeTheLun() throws Exception {
         Result inq = run("iscsi-inq", url(OPEN_IQN));
-        assertEquals(0, inq.exit, inq.output);
-        assertTrue(inq.output.contains("STRIPSTK"), inq.output);
+        assertEquals(0, inq.exitCode(), inq.output());
+        assertTrue(inq.output().contains("STRIPSTK"), inq.output());
         Result cap = run("iscsi-readcapacity16", url(OPEN_IQN));
-        assertEquals(0, cap.exit, cap.output);
-        assertTrue(cap.output.contains("Logical Block Length:512") || cap.output.contains("512"), cap.output);
-        assertTrue(cap.output.contains("Total size:" + (16L << 20)), cap.output);
+        assertEquals(0, cap.exitCode(), cap.output());
+        assertTrue(cap.output().contains("Logical Block Length:512") || cap.output().contains("512"), cap.output());
+        assertTrue(cap.output().contains("Total size:" + (16L << 20)), cap.output());
     }
 
     @Test
     void qemuIoWritesAndVerifiesOneMebibyte() throws Exception {
         Result r = run("qemu-io", "-f", "raw", "-c", "write -P 0xab 0 1M", "-c", "read -P 0xab 0 1M",
                 "-c", "write -P 0x5c 4096 300k", "-c", "read -P 0x5c 4096 300k", url(OPEN_IQN));
-        assertEquals(0, r.exit, r.output);
-        assertFalse(r.output.contains("Pattern verification failed"), r.output);
-        assertTrue(r.output.contains("wrote 1048576/1048576 bytes"), r.output);
-        assertTrue(r.output.contains("read 1048576/1048576 bytes"), r.output);
-        assertTrue(r.output.contains("read 307200/307200 bytes"), r.output);
+        assertEquals(0, r.exitCode(), r.output());
+        assertFalse(r.output().contains("Pattern verification failed"), r.output());
+        assertTrue(r.output().contains("wrote 1048576/1048576 bytes"), r.output());
+        assertTrue(r.output().contains("read 1048576/1048576 bytes"), r.output());
+        assertTrue(r.output().contains("read 307200/307200 bytes"), r.output());
     }
 
     @Test
@@ -131,7 +129,7 @@ class IscsiServerClientInteropTest {
             }
             for (java.util.concurrent.Future<Result> f : runs) {
                 Result r = f.get(90, TimeUnit.SECONDS);
-                assertEquals(0, r.exit, r.output);
+                assertEquals(0, r.exitCode(), r.output());
             }
         } finally {
             clients.shutdownNow();
@@ -139,29 +137,29 @@ class IscsiServerClientInteropTest {
         for (int k = 0; k < sessions; k++) {
             Result check = run("qemu-io", "-f", "raw", "-c",
                     "read -P 0x" + Integer.toHexString(0x30 + k) + " " + k * (4 << 20) + " 4M", url(OPEN_IQN));
-            assertEquals(0, check.exit, check.output);
-            assertFalse(check.output.contains("Pattern verification failed"), check.output);
-            assertTrue(check.output.contains("read 4194304/4194304 bytes"), check.output);
+            assertEquals(0, check.exitCode(), check.output());
+            assertFalse(check.output().contains("Pattern verification failed"), check.output());
+            assertTrue(check.output().contains("read 4194304/4194304 bytes"), check.output());
         }
     }
 
     @Test
     void chapRightSecretLogsInAndWrongSecretIsRefused() throws Exception {
         Result right = run("iscsi-inq", "iscsi://" + CHAP_USER + "%" + CHAP_SECRET + "@127.0.0.1:" + port + "/" + CHAP_IQN + "/0");
-        assertEquals(0, right.exit, right.output);
-        assertTrue(right.output.contains("STRIPSTK"), right.output);
+        assertEquals(0, right.exitCode(), right.output());
+        assertTrue(right.output().contains("STRIPSTK"), right.output());
         Result wrong = run("iscsi-inq", "iscsi://" + CHAP_USER + "%wrongsecret99@127.0.0.1:" + port + "/" + CHAP_IQN + "/0");
-        assertNotEquals(0, wrong.exit, wrong.output);
+        assertNotEquals(0, wrong.exitCode(), wrong.output());
         Result none = run("iscsi-inq", url(CHAP_IQN));
-        assertNotEquals(0, none.exit, none.output);
+        assertNotEquals(0, none.exitCode(), none.output());
     }
 
     @Test
     void initiatorOutsideTheAccessListIsRefused() throws Exception {
         Result refused = run("iscsi-inq", "-i", "iqn.2026-11.io.stripestack:stranger", url(ACL_IQN));
-        assertNotEquals(0, refused.exit, refused.output);
+        assertNotEquals(0, refused.exitCode(), refused.output());
         Result allowed = run("iscsi-inq", "-i", ALLOWED_INITIATOR, url(ACL_IQN));
-        assertEquals(0, allowed.exit, allowed.output);
+        assertEquals(0, allowed.exitCode(), allowed.output());
     }
 
     @Test
@@ -174,45 +172,8 @@ class IscsiServerClientInteropTest {
             out.write(junk);
             out.flush();
             Result r = run("iscsi-inq", url(OPEN_IQN));
-            assertEquals(0, r.exit, r.output);
+            assertEquals(0, r.exitCode(), r.output());
             assertTrue(idle.isConnected());
-        }
-    }
-
-    // ------------------------------------------------------------------ process helpers
-
-    record Result(int exit, String output) {
-    }
-
-    private static Result run(String... command) throws Exception {
-        requireTool(command[0]);
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        p.getOutputStream().close();
-        byte[] out;
-        try (InputStream in = p.getInputStream()) {
-            if (!p.waitFor(60, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
-                fail(String.join(" ", command) + " did not finish in 60 s");
-            }
-            out = in.readAllBytes();
-        }
-        return new Result(p.exitValue(), new String(out, StandardCharsets.UTF_8));
-    }
-
-    private static void requireTool(String tool) {
-        boolean found = false;
-        for (String dir : System.getenv().getOrDefault("PATH", "").split(File.pathSeparator)) {
-            if (new File(dir, tool).canExecute()) {
-                found = true;
-                break;
-            }
-        }
-        if (!found) {
-            String message = tool + " not found on PATH: install libiscsi-bin and qemu-utils (qemu-block-extra for iscsi://)";
-            if ("true".equals(System.getenv("CI"))) {
-                fail(message);
-            }
-            Assumptions.assumeTrue(false, message);
         }
     }
 }
