@@ -33,6 +33,8 @@ final class AlignmentStudy implements Study {
 
     private enum Readahead { NONE, TOP, ABOVE_RAID }
 
+    private static final int TRIALS_PER_STACK = 2 + Readahead.values().length;
+
     @Override
     public String name() {
         return "alignment";
@@ -51,7 +53,6 @@ final class AlignmentStudy implements Study {
         long[] offsets = {4 << 10, 81 << 10, chunk, stripe, 4 << 20};
         String[] offsetNames = {"4KiB", "81KiB", Sizes.format(chunk) + " (chunk)", Sizes.format(stripe) + " (stripe)",
                 "4MiB"};
-        boolean[] encryptedValues = {false, true};
         Measured[][][] results = new Measured[offsets.length][2][];
         int cacheRows;
         try (MemberSet files = bench.memberFiles("align", s.members(), s.memberBytes())) {
@@ -65,11 +66,18 @@ final class AlignmentStudy implements Study {
                         Probe.bytesRead(members),
                         Probe.layerCounter(raid.stats(), "rmw_writes"),
                         Probe.layerCounter(raid.stats(), "reconstruct_writes")};
-                warmUpCodePaths(bench, raid, budget, stripe);
+                List<Bench.Trial> trials = new ArrayList<>();
+                for (long offset : offsets) {
+                    for (boolean encrypted : new boolean[] {false, true}) {
+                        trials.addAll(trials(s, raid, budget, offset, encrypted, stripe, writeProbes));
+                    }
+                }
+                List<Measured> measured = bench.measureInterleaved(trials);
+                int next = 0;
                 for (int o = 0; o < offsets.length; o++) {
                     for (int e = 0; e < 2; e++) {
-                        results[o][e] = measureStack(bench, raid, budget, offsets[o], encryptedValues[e], stripe,
-                                writeProbes);
+                        results[o][e] = measured.subList(next, next + TRIALS_PER_STACK).toArray(new Measured[0]);
+                        next += TRIALS_PER_STACK;
                     }
                 }
             }
@@ -90,47 +98,26 @@ final class AlignmentStudy implements Study {
     }
 
     /**
-     * Reads and writes every stack once at the aligned offset, untimed, so the first measured offset does
-     * not pay for JIT compilation of the crypto and readahead paths (the per-measurement warm-up is shorter).
+     * The {@value #TRIALS_PER_STACK} measurements of one offset and stack, in this order: read and write
+     * with large requests, then small sequential reads without readahead, with it on top, and with it
+     * directly above the array.
      */
-    private static void warmUpCodePaths(Bench bench, Raid5Array raid, ReadaheadBudget budget, int stripe)
-            throws IOException {
-        BenchSettings s = bench.settings();
-        for (boolean encrypted : new boolean[] {false, true}) {
-            for (Readahead placement : Readahead.values()) {
-                try (BlockDevice dev = stack(raid, stripe, encrypted, placement, budget)) {
-                    long region = dev.size() / stripe * stripe;
-                    bench.warmUp(dev, Workload.sequential(false, SMALL_READ, 0, 1, s.bytesPerRun(), region));
-                    if (placement == Readahead.NONE) {
-                        bench.warmUp(dev, Workload.sequential(false, stripe, 0, s.queueDepth(), s.bytesPerRun(), region));
-                        bench.warmUp(dev, Workload.sequential(true, stripe, 0, s.queueDepth(), s.bytesPerRun(), region));
-                    }
-                }
-            }
-        }
-    }
-
-    /** Read, write, and the three readahead placements of one offset and stack. */
-    private Measured[] measureStack(Bench bench, Raid5Array raid, ReadaheadBudget budget, long offset,
-                                    boolean encrypted, int stripe, Probe[] writeProbes) throws IOException {
-        BenchSettings s = bench.settings();
+    private static List<Bench.Trial> trials(BenchSettings s, Raid5Array raid, ReadaheadBudget budget, long offset,
+                                            boolean encrypted, int stripe, Probe[] writeProbes) {
         String label = (encrypted ? "encrypted" : "plain") + " @" + Sizes.format(offset);
-        Measured[] m = new Measured[5];
-        try (BlockDevice dev = stack(raid, offset, encrypted, Readahead.NONE, budget)) {
-            long region = dev.size() / stripe * stripe;
-            m[0] = bench.measure(label, dev, Workload.sequential(false, stripe, 0, s.queueDepth(), s.bytesPerRun(), region));
-            m[1] = bench.measure(label, dev, Workload.sequential(true, stripe, 0, s.queueDepth(), s.bytesPerRun(), region),
-                    writeProbes);
+        long region = (raid.size() - offset) / stripe * stripe;
+        List<Bench.Trial> trials = new ArrayList<>();
+        Bench.DeviceOpener plainStack = () -> stack(raid, offset, encrypted, Readahead.NONE, budget);
+        trials.add(new Bench.Trial(label, plainStack,
+                Workload.sequential(false, stripe, 0, s.queueDepth(), s.bytesPerRun(), region)));
+        trials.add(new Bench.Trial(label, plainStack,
+                Workload.sequential(true, stripe, 0, s.queueDepth(), s.bytesPerRun(), region), writeProbes));
+        for (Readahead placement : Readahead.values()) {
+            trials.add(new Bench.Trial(label + " readahead " + placement.name().toLowerCase(java.util.Locale.ROOT),
+                    () -> stack(raid, offset, encrypted, placement, budget),
+                    Workload.sequential(false, SMALL_READ, 0, 1, s.bytesPerRun(), region)));
         }
-        Readahead[] placements = Readahead.values();
-        for (int r = 0; r < placements.length; r++) {
-            try (BlockDevice dev = stack(raid, offset, encrypted, placements[r], budget)) {
-                long region = dev.size() / SMALL_READ * SMALL_READ;
-                m[2 + r] = bench.measure(label + " readahead " + placements[r].name().toLowerCase(java.util.Locale.ROOT),
-                        dev, Workload.sequential(false, SMALL_READ, 0, 1, s.bytesPerRun(), region));
-            }
-        }
-        return m;
+        return trials;
     }
 
     /** Builds one stack over the shared array; closing it closes everything but the array. */

@@ -9,13 +9,15 @@ import io.stripestack.raid5.Raid5Options;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 
 /**
  * What the studies share during one {@code stripestack bench} run: the settings, the scratch directory
- * for member files, the {@link LoadRunner}, and the measuring protocol (one untimed warm-up, then
- * {@code repeat} timed runs with every {@link Probe} read around each). Used by one thread at a time.
+ * for member files, the {@link LoadRunner}, and the measuring protocol (one untimed warm-up round, then
+ * {@code repeat} interleaved rounds with every {@link Probe} read around each run). Used by one thread
+ * at a time.
  */
 final class Bench implements AutoCloseable {
     private final BenchSettings settings;
@@ -75,30 +77,59 @@ final class Bench implements AutoCloseable {
         device.flush();
     }
 
-    /** Runs {@code workload} once, untimed: JIT-compiles a stack's code paths before its first measurement. */
-    void warmUp(BlockDevice device, Workload workload) throws IOException {
-        runner.run(device, workload);
+    /**
+     * One measurement to take: how to open the device (a fresh stack, or a view of a shared array with its
+     * settings applied), what to run on it, and which counters to read around each timed run. The device is
+     * closed after every run, so readahead and similar state never carries over from one run to the next.
+     */
+    record Trial(String label, DeviceOpener opener, Workload workload, Probe... probes) {
     }
 
-    /** Warms up, then runs {@code workload} {@code repeat} times; prints one progress line. */
-    Measured measure(String label, BlockDevice device, Workload workload, Probe... probes) throws IOException {
-        warmUp(device, workload.warmUp());
+    /** Opens the device of one run of a {@link Trial}; the caller closes it. */
+    interface DeviceOpener {
+        BlockDevice open() throws IOException;
+    }
+
+    /**
+     * Runs every trial once untimed (warm-up: JIT, page cache), then {@code repeat} rounds in which every
+     * trial runs once, in order. Interleaving the trials makes a change in machine load (other processes)
+     * hit all of them alike instead of whichever happened to run then, so their ratios stay meaningful.
+     * Prints one progress line per trial at the end.
+     */
+    List<Measured> measureInterleaved(List<Trial> trials) throws IOException {
         int n = settings.repeat();
-        Sample[] samples = new Sample[n];
-        long[][] deltas = new long[probes.length][n];
-        long[] before = new long[probes.length];
-        for (int i = 0; i < n; i++) {
-            for (int p = 0; p < probes.length; p++) {
-                before[p] = probes[p].counter().getAsLong();
-            }
-            samples[i] = runner.run(device, workload);
-            for (int p = 0; p < probes.length; p++) {
-                deltas[p][i] = probes[p].counter().getAsLong() - before[p];
+        Sample[][] samples = new Sample[trials.size()][n];
+        long[][][] deltas = new long[trials.size()][][];
+        for (int t = 0; t < trials.size(); t++) {
+            deltas[t] = new long[trials.get(t).probes().length][n];
+        }
+        for (int round = -1; round < n; round++) {
+            for (int t = 0; t < trials.size(); t++) {
+                Trial trial = trials.get(t);
+                try (BlockDevice device = trial.opener().open()) {
+                    if (round < 0) {
+                        runner.run(device, trial.workload().warmUp());
+                        continue;
+                    }
+                    Probe[] probes = trial.probes();
+                    long[] before = new long[probes.length];
+                    for (int p = 0; p < probes.length; p++) {
+                        before[p] = probes[p].counter().getAsLong();
+                    }
+                    samples[t][round] = runner.run(device, trial.workload());
+                    for (int p = 0; p < probes.length; p++) {
+                        deltas[t][p][round] = probes[p].counter().getAsLong() - before[p];
+                    }
+                }
             }
         }
-        Measured m = Measured.of(samples, deltas);
-        report(label, workload.describe(), m);
-        return m;
+        List<Measured> results = new ArrayList<>(trials.size());
+        for (int t = 0; t < trials.size(); t++) {
+            Measured m = Measured.of(samples[t], deltas[t]);
+            report(trials.get(t).label(), trials.get(t).workload().describe(), m);
+            results.add(m);
+        }
+        return results;
     }
 
     /** Prints one progress line: what was measured and its median throughput and CPU. */

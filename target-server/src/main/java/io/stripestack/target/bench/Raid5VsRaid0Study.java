@@ -1,7 +1,5 @@
 package io.stripestack.target.bench;
 
-import io.stripestack.blockdev.BlockDevice;
-import io.stripestack.blockdev.FileBlockDevice;
 import io.stripestack.raid5.Raid0Array;
 import io.stripestack.raid5.Raid5Array;
 import io.stripestack.raid5.Raid5Config;
@@ -18,8 +16,8 @@ import java.util.List;
  * stripe cache (seed 000: CPU 35-80% vs RAID-0's 5-15%); this array reads members straight into the
  * caller's buffer, so RAID-5 should cost what RAID-0 costs unless parity checking is on.
  *
- * <p>The RAID-5 array is created and written end to end first; RAID-0 then opens the first n-1 files at
- * the same data offset, over the blocks RAID-5 wrote (its placement differs, which reads do not care about).
+ * <p>Both arrays stand on their own files of the same size (RAID-0 over n-1 of them, at the same data
+ * offset) and are written end to end before measuring; their measurements are interleaved round by round.
  */
 final class Raid5VsRaid0Study implements Study {
     private static final int OUTSTANDING = 14;
@@ -46,28 +44,41 @@ final class Raid5VsRaid0Study implements Study {
         List<Row> rows = new ArrayList<>();
         for (int chunk : s.chunkSizes()) {
             long memberBytes = Math.max(s.memberBytes(), dataOffset + 2L * chunk);
-            try (MemberSet files = bench.memberFiles("r5r0-" + chunk / 1024 + "k", n, memberBytes)) {
-                try (Raid5Array raid5 = bench.createRaid5("r5r0", files.open(n), chunk)) {
-                    bench.prefill(raid5);
-                    String label = "raid5 x" + n + " chunk " + Sizes.format(chunk);
-                    for (boolean parity : new boolean[] {false, true}) {
-                        raid5.setCheckParityOnReads(parity);
-                        for (int cache : s.stripeCacheSizes()) {
-                            raid5.setStripeCacheSize(cache);
-                            String config = label + " cache " + cache + (parity ? " check" : "");
-                            Measured[] m = measureReads(bench, config, raid5);
-                            for (int w = 0; w < m.length; w++) {
-                                rows.add(new Row(chunk, "raid5 x" + n, Integer.toString(cache), parity ? "on" : "off", w, m[w]));
+            try (MemberSet raid5Files = bench.memberFiles("r5-" + chunk / 1024 + "k", n, memberBytes);
+                 MemberSet raid0Files = bench.memberFiles("r0-" + chunk / 1024 + "k", n - 1, memberBytes);
+                 Raid5Array raid5 = bench.createRaid5("r5", raid5Files.open(n), chunk);
+                 Raid0Array raid0 = new Raid0Array("r0", raid0Files.open(n - 1), chunk, dataOffset)) {
+                bench.prefill(raid5);
+                bench.prefill(raid0);
+                List<Bench.Trial> trials = new ArrayList<>();
+                List<Row> pending = new ArrayList<>();
+                String chunkName = " chunk " + Sizes.format(chunk);
+                for (boolean parity : new boolean[] {false, true}) {
+                    for (int cache : s.stripeCacheSizes()) {
+                        String label = "raid5 x" + n + chunkName + " cache " + cache + (parity ? " check" : "");
+                        Bench.DeviceOpener configured = () -> {
+                            if (raid5.checkParityOnReads() != parity) {
+                                raid5.setCheckParityOnReads(parity);
                             }
+                            if (raid5.stripeCacheSize() != cache) {
+                                raid5.setStripeCacheSize(cache);
+                            }
+                            return new OffsetView(raid5, 0, false);
+                        };
+                        addReads(s, trials, label, configured, raid5.size());
+                        for (int w = 0; w < 2; w++) {
+                            pending.add(new Row(chunk, "raid5 x" + n, Integer.toString(cache), parity ? "on" : "off", w, null));
                         }
                     }
                 }
-                List<FileBlockDevice> zeroMembers = files.open(n - 1);
-                try (Raid0Array raid0 = new Raid0Array("r0", zeroMembers, chunk, dataOffset)) {
-                    Measured[] m = measureReads(bench, "raid0 x" + (n - 1) + " chunk " + Sizes.format(chunk), raid0);
-                    for (int w = 0; w < m.length; w++) {
-                        rows.add(new Row(chunk, "raid0 x" + (n - 1), "-", "-", w, m[w]));
-                    }
+                addReads(s, trials, "raid0 x" + (n - 1) + chunkName, () -> new OffsetView(raid0, 0, false), raid0.size());
+                for (int w = 0; w < 2; w++) {
+                    pending.add(new Row(chunk, "raid0 x" + (n - 1), "-", "-", w, null));
+                }
+                List<Measured> measured = bench.measureInterleaved(trials);
+                for (int i = 0; i < pending.size(); i++) {
+                    Row r = pending.get(i);
+                    rows.add(new Row(r.chunk, r.array, r.cache, r.parityCheck, r.workload, measured.get(i)));
                 }
             }
         }
@@ -79,15 +90,14 @@ final class Raid5VsRaid0Study implements Study {
                 "seq " + Sizes.format(s.largeReadBytes()) + " x1"};
     }
 
-    private static Measured[] measureReads(Bench bench, String label, BlockDevice device) throws IOException {
-        BenchSettings s = bench.settings();
-        long size = device.size();
+    /** The two read workloads (random large reads x14, one huge read at a time) of one configuration. */
+    private static void addReads(BenchSettings s, List<Bench.Trial> trials, String label, Bench.DeviceOpener opener,
+                                 long size) {
         int large = (int) Math.min(s.largeReadBytes(), size / 4096 * 4096);
-        return new Measured[] {
-                bench.measure(label, device, Workload.random(false, s.randomReadBytes(), RANDOM_ALIGNMENT, OUTSTANDING,
-                        s.bytesPerRun(), size)),
-                bench.measure(label, device, Workload.sequential(false, large, 0, 1,
-                        Math.max(s.bytesPerRun(), large), size / large * large))};
+        trials.add(new Bench.Trial(label, opener, Workload.random(false, s.randomReadBytes(), RANDOM_ALIGNMENT,
+                OUTSTANDING, s.bytesPerRun(), size)));
+        trials.add(new Bench.Trial(label, opener, Workload.sequential(false, large, 0, 1,
+                Math.max(s.bytesPerRun(), large), size / large * large)));
     }
 
     private static Result tabulate(BenchSettings s, List<Row> rows) {

@@ -59,14 +59,17 @@ final class WritePathStudy implements Study {
                         Probe.layerCounter(raid.stats(), "member_prereads"),
                         Probe.bytesRead(members)};
                 long size = raid.size();
+                List<Bench.Trial> trials = new ArrayList<>();
                 for (Pattern p : patterns) {
                     long total = Math.min(s.bytesPerRun(), p.ioBytes * MAX_REQUESTS);
                     Workload w = p.random
                             ? Workload.random(true, p.ioBytes, p.ioBytes, p.queueDepth, total, size)
                             : Workload.sequential(true, p.ioBytes, p.shift, p.queueDepth, total,
                                     size - (stripe - p.shift % stripe) % stripe);
-                    results.add(bench.measure("raid5 x" + s.members() + " " + p.label, raid, w, probes));
+                    trials.add(new Bench.Trial("raid5 x" + s.members() + " " + p.label, () -> new OffsetView(raid, 0, false),
+                            w, probes));
                 }
+                results.addAll(bench.measureInterleaved(trials));
             }
         }
         return tabulate(s, patterns, results, cacheRows);

@@ -52,22 +52,16 @@ final class XorStudy implements Study {
         }
         BarChart chart = new BarChart("XOR routines: MB/s by sources and buffer size", "MB/s (median, whiskers min..max)",
                 groups, series);
+        Stat[][][] stats = measureAll(routines, sizes, s);
         int group = 0;
-        for (int size : sizes) {
-            for (int sources : SOURCES) {
-                Stat[] stats = new Stat[routines.size()];
-                Stat chosenStat = null;
-                for (int r = 0; r < routines.size(); r++) {
-                    stats[r] = measure(routines.get(r), sources, size, s);
-                    if (routines.get(r) == chosen) {
-                        chosenStat = stats[r];
-                    }
-                }
+        for (int z = 0; z < sizes.length; z++) {
+            for (int k = 0; k < SOURCES.length; k++) {
+                Stat chosenStat = stats[z][k][routines.indexOf(chosen)];
                 for (int r = 0; r < routines.size(); r++) {
                     Xor routine = routines.get(r);
-                    table.add(routine.name(), sources, Sizes.format(size), stats[r], routine == chosen ? "yes" : "",
-                            Stat.ratio(stats[r].median(), chosenStat.median()));
-                    chart.set(r, group, stats[r]);
+                    table.add(routine.name(), SOURCES[k], Sizes.format(sizes[z]), stats[z][k][r],
+                            routine == chosen ? "yes" : "", Stat.ratio(stats[z][k][r].median(), chosenStat.median()));
+                    chart.set(r, group, stats[z][k][r]);
                 }
                 group++;
             }
@@ -80,18 +74,40 @@ final class XorStudy implements Study {
         List<String> notes = List.of(copies.toString(),
                 "Xor.best() chose " + chosen.name() + " at start-up (" + chosenMbps + " MB/s, 4 sources of 4 KiB, best of 12"
                         + " 1-ms rounds)",
-                "each figure: routine warmed up for " + s.xorMillis() + " ms, then " + s.repeat() + " runs of "
-                        + s.xorMillis() + " ms; MB/s counts destination bytes (sources x that were read)");
+                "each figure: one warm-up round of " + s.xorMillis() + " ms per routine, then " + s.repeat()
+                        + " interleaved rounds of " + s.xorMillis() + " ms each; MB/s counts destination bytes"
+                        + " (sources x that many were read)");
         return new Result(table, chart, notes);
     }
 
-    private static Stat measure(Xor routine, int sources, int size, BenchSettings s) {
-        Xor.measure(routine, sources, size, s.xorMillis());
-        double[] runs = new double[s.repeat()];
-        for (int i = 0; i < runs.length; i++) {
-            runs[i] = Xor.measure(routine, sources, size, s.xorMillis());
+    /**
+     * {@code [size][sources][routine]}: one untimed warm-up round over every combination (until the JIT has
+     * compiled each routine), then {@code repeat} rounds, each running every combination once, so a change
+     * in machine load hits all routines alike.
+     */
+    private static Stat[][][] measureAll(List<Xor> routines, int[] sizes, BenchSettings s) {
+        double[][][][] runs = new double[sizes.length][SOURCES.length][routines.size()][s.repeat()];
+        for (int round = -1; round < s.repeat(); round++) {
+            for (int z = 0; z < sizes.length; z++) {
+                for (int k = 0; k < SOURCES.length; k++) {
+                    for (int r = 0; r < routines.size(); r++) {
+                        long mbps = Xor.measure(routines.get(r), SOURCES[k], sizes[z], s.xorMillis());
+                        if (round >= 0) {
+                            runs[z][k][r][round] = mbps;
+                        }
+                    }
+                }
+            }
         }
-        return Stat.of(runs);
+        Stat[][][] stats = new Stat[sizes.length][SOURCES.length][routines.size()];
+        for (int z = 0; z < sizes.length; z++) {
+            for (int k = 0; k < SOURCES.length; k++) {
+                for (int r = 0; r < routines.size(); r++) {
+                    stats[z][k][r] = Stat.of(runs[z][k][r]);
+                }
+            }
+        }
+        return stats;
     }
 
     /** MB/s of copying one direct buffer into another, the baseline a parity computation competes with. */
