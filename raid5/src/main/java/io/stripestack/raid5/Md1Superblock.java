@@ -27,6 +27,8 @@ public final class Md1Superblock {
     public static final int ROLE_FAULTY = 0xfffe;
     /** {@code resync_offset} of an array whose parity is known to be in sync (mdadm shows "clean"). */
     public static final long RESYNC_DONE = -1L;
+    /** feature_map bit: {@link #recoveryOffset} is valid (a member being rebuilt; md's MD_FEATURE_RECOVERY_OFFSET). */
+    public static final int FEATURE_RECOVERY_OFFSET = 2;
     private static final int FIXED_BYTES = 256;
     private static final int MAX_ROLES = (BLOCK_BYTES - FIXED_BYTES) / 2;
 
@@ -43,7 +45,10 @@ public final class Md1Superblock {
     public long dataOffsetSectors;
     public long dataSizeSectors;
     public long superOffsetSectors = OFFSET_BYTES / 512;
+    /** Sectors of this member's data area already rebuilt; meaningful with {@link #FEATURE_RECOVERY_OFFSET}. */
     public long recoveryOffset;
+    /** feature_map; the only bit this engine writes is {@link #FEATURE_RECOVERY_OFFSET}. */
+    public int featureMap;
     public int devNumber;
     public byte[] deviceUuid = new byte[16];
     public long utime;
@@ -62,6 +67,11 @@ public final class Md1Superblock {
     /** Seconds since the epoch of an md time value. */
     public static long mdTimeSeconds(long mdTime) {
         return mdTime & 0xff_ffff_ffffL;
+    }
+
+    /** Whether this member is part-way through a rebuild (its data is valid below {@link #recoveryOffset}). */
+    public boolean isRecovering() {
+        return (featureMap & FEATURE_RECOVERY_OFFSET) != 0;
     }
 
     /** Whether {@link #resyncOffset} says the array was shut down cleanly. */
@@ -83,6 +93,7 @@ public final class Md1Superblock {
         c.dataSizeSectors = dataSizeSectors;
         c.superOffsetSectors = superOffsetSectors;
         c.recoveryOffset = recoveryOffset;
+        c.featureMap = featureMap;
         c.devNumber = devNumber;
         c.deviceUuid = deviceUuid.clone();
         c.utime = utime;
@@ -100,7 +111,7 @@ public final class Md1Superblock {
         ByteBuffer b = ByteBuffer.allocate(BLOCK_BYTES).order(ByteOrder.LITTLE_ENDIAN);
         b.putInt(0, MAGIC);
         b.putInt(4, 1);                 // major_version
-        b.putInt(8, 0);                 // feature_map: no bitmap, no reshape, no bad-block log
+        b.putInt(8, featureMap);        // no bitmap, no reshape, no bad-block log: at most the recovery offset
         b.put(16, setUuid);
         byte[] name = setName.getBytes(StandardCharsets.UTF_8);
         b.put(32, name, 0, Math.min(32, name.length));
@@ -181,6 +192,7 @@ public final class Md1Superblock {
         sb.dataSizeSectors = b.getLong(136);
         sb.superOffsetSectors = b.getLong(144);
         sb.recoveryOffset = b.getLong(152);
+        sb.featureMap = b.getInt(8);
         sb.devNumber = b.getInt(160);
         b.get(168, sb.deviceUuid);
         sb.utime = b.getLong(192);

@@ -167,6 +167,10 @@ final class MemberIoExecutor implements AutoCloseable {
         long offset(int i) {
             return offset[i];
         }
+
+        ByteBuffer buffer(int i) {
+            return buffer[i];
+        }
     }
 
     private static final class Piece implements Runnable {

@@ -11,7 +11,9 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.StampedLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -51,9 +53,30 @@ import org.slf4j.LoggerFactory;
  *       members; reads hold it shared (for every row they touch, taken in ascending slot order, so no
  *       lock cycle can form). A read therefore sees every block either before or after a racing write,
  *       never half of one, and a degraded read rebuilds from a consistent row.</li>
- *   <li>Member health ({@link #failMember}, I/O errors) and the superblocks are guarded by
- *       {@code stateLock}; the failed role is published in a volatile field that I/O reads after taking
- *       its row locks.</li>
+ *   <li>Member health ({@link #failMember}, I/O errors), the spares, the sync state and the superblocks
+ *       are guarded by {@code stateLock}; the failed role and the recovery checkpoint are published in
+ *       volatile fields that I/O reads after taking its row locks.</li>
+ *   <li>One background thread per array ({@code stripestack-<array>-sync}, started on first need) runs
+ *       md's sync actions row by row: resync, recover (rebuild onto a spare), check and repair. It
+ *       processes a row as that row's write-slot owner, exactly like a writer, so sync and foreground
+ *       writes never interleave within a row. The recovery checkpoint {@code recoveredRows} moves from
+ *       {@code r} to {@code r + 1} only while the sync thread owns row {@code r}'s slot: a writer or
+ *       reader that holds a row therefore sees a stable answer to "is the new member valid here".</li>
+ * </ul>
+ *
+ * <h2>Lifecycle (md's sync_action)</h2>
+ * <ul>
+ *   <li><b>Spares and rebuild</b>: {@link #addSpare} writes a spare superblock (role 0xffff). When a
+ *       member fails (or is failed, or is missing at assembly) and a spare exists, the spare takes the
+ *       role and is rebuilt online: rows below the checkpoint are read and written on it normally,
+ *       rows above it are treated as degraded (reads reconstruct, writes leave it out). The checkpoint
+ *       is saved in the new member's superblock ({@code recovery_offset}) about every second and at
+ *       close, and a later assemble resumes from it.</li>
+ *   <li><b>Scrub</b>: {@code check} reads every row and counts mismatching 4 KiB parity pages
+ *       ({@link #mismatchCount()} in 512-byte sectors, 8 per page, as md); {@code repair} rewrites
+ *       them; {@code resync} recomputes parity (needed after an unclean shutdown, started by itself).</li>
+ *   <li><b>Speed</b>: bounded like md: below {@link #syncSpeedMin()} KiB/s the sync never waits; above
+ *       it, it yields while foreground I/O is arriving and never exceeds {@link #syncSpeedMax()}.</li>
  * </ul>
  */
 public final class Raid5Array implements BlockDevice {
@@ -86,14 +109,46 @@ public final class Raid5Array implements BlockDevice {
     private final List<String> assemblyProblems;
     private final boolean cleanAtOpen;
     private volatile boolean checkParityOnReads;
+    /** Zeros for discard; only ever read. */
+    private final ByteBuffer zeroChunk;
 
     private final Object stateLock = new Object();
     /** Array-wide superblock fields and dev_roles; guarded by stateLock. */
     private final Md1Superblock template;
-    /** Role of the one faulty or missing member, or -1. Written under stateLock. */
+    /** Role of the one faulty, missing or rebuilding member, or -1. Written under stateLock. */
     private volatile int failedRole = -1;
     private volatile boolean failed;
     private volatile boolean closed;
+
+    /** Hot spares, in the order they were added; guarded by stateLock. */
+    private final List<Member> spares = new ArrayList<>();
+    /** Devices of replaced members, closed with the array; guarded by stateLock. */
+    private final List<BlockDevice> retired = new ArrayList<>();
+    /**
+     * Rows of the rebuilding member ({@code failedRole}) that hold valid data; 0 when no rebuild runs.
+     * Advanced only by the sync thread as owner of the row's slot (see the class comment).
+     */
+    private volatile long recoveredRows;
+
+    // Sync state: guarded by stateLock unless volatile.
+    private Thread syncThread;
+    /** An operator's check/repair request, or null. */
+    private SyncOp requestedScrub;
+    private boolean frozen;
+    /** Parity may be stale above resyncDoneRows (unclean shutdown or an explicit resync request). */
+    private boolean needsResync;
+    private volatile long resyncDoneRows;
+    /** Set to make the running pass stop after its current row. */
+    private volatile boolean stopSync;
+    private volatile SyncOp runningSync;
+    private volatile long syncRow;
+    private volatile long syncFromRow;
+    private volatile long syncSpeedKiBps;
+    private volatile long mismatchSectors;
+    private volatile int syncSpeedMin = DEFAULT_SYNC_SPEED_MIN;
+    private volatile int syncSpeedMax = DEFAULT_SYNC_SPEED_MAX;
+    /** Why the last pass stopped early, for {@link #resync()}. */
+    private String syncStopReason;
 
     private final IoStats stats;
     private final LongAdder fullStripeWrites;
@@ -103,15 +158,24 @@ public final class Raid5Array implements BlockDevice {
     private final LongAdder degradedReads;
     private final LongAdder stripeCacheHits;
     private final LongAdder parityMismatches;
+    private final LongAdder readErrorsCorrected;
 
-    /** One member slot (role). {@code device} is null when the member is missing. */
+    /** md's default sync_speed_min / sync_speed_max, KiB/s. */
+    public static final int DEFAULT_SYNC_SPEED_MIN = 1000;
+    public static final int DEFAULT_SYNC_SPEED_MAX = 200000;
+
+    /**
+     * One member slot (role), or a spare (role -1). {@code device} is null when the member is missing.
+     * The device fields change only under stateLock, when a spare takes over a failed role; they are
+     * volatile because I/O reads them without that lock.
+     */
     static final class Member {
         final int role;
-        final BlockDevice device;
-        final String displayName;
-        final int devNumber;
-        final byte[] deviceUuid;
-        final long dataSizeSectors;
+        volatile BlockDevice device;
+        volatile String displayName;
+        volatile int devNumber;
+        volatile byte[] deviceUuid;
+        volatile long dataSizeSectors;
         volatile Raid5Status.MemberState state;
 
         Member(int role, BlockDevice device, String displayName, int devNumber, byte[] deviceUuid,
@@ -124,14 +188,34 @@ public final class Raid5Array implements BlockDevice {
             this.dataSizeSectors = dataSizeSectors;
             this.state = state;
         }
+
+        /** Takes over the spare's device for this role; the caller holds stateLock. */
+        void takeOver(Member spare) {
+            device = spare.device;
+            displayName = spare.displayName;
+            devNumber = spare.devNumber;
+            deviceUuid = spare.deviceUuid;
+            dataSizeSectors = spare.dataSizeSectors;
+        }
+    }
+
+    /** What one row operation does: a caller's write, a discard, or a step of a sync pass. */
+    enum SyncOp {
+        WRITE("write"), ZERO("discard"), RESYNC("resync"), RECOVER("recover"), CHECK("check"), REPAIR("repair");
+
+        final String label;
+
+        SyncOp(String label) {
+            this.label = label;
+        }
     }
 
     /**
      * Opens an array whose superblock facts were checked by the caller ({@link #create} or
      * {@link Raid5Assembler}), marks it active in the superblocks (events + 1) and starts its threads.
      */
-    Raid5Array(Md1Superblock template, Member[] roles, Raid5Options options, List<String> assemblyProblems)
-            throws IOException {
+    Raid5Array(Md1Superblock template, Member[] roles, List<Member> spareMembers, long resumeRecoveryRows,
+               Raid5Options options, List<String> assemblyProblems) throws IOException {
         if ((long) template.chunkSectors * 512 * template.raidDisks > (1L << 30)) {
             throw new IllegalArgumentException(template.setName + ": chunk " + template.chunkSectors * 512L
                     + " bytes x " + template.raidDisks + " members exceeds the 1 GiB row this engine supports; "
@@ -177,6 +261,9 @@ public final class Raid5Array implements BlockDevice {
         this.degradedReads = stats.counter("degraded_reads");
         this.stripeCacheHits = stats.counter("stripe_cache_hits");
         this.parityMismatches = stats.counter("parity_mismatches");
+        this.readErrorsCorrected = stats.counter("read_errors_corrected");
+        this.zeroChunk = ByteBuffer.allocateDirect(chunk);
+        this.spares.addAll(spareMembers);
         int absent = 0;
         for (Member m : roles) {
             if (m.state != Raid5Status.MemberState.ACTIVE) {
@@ -186,6 +273,14 @@ public final class Raid5Array implements BlockDevice {
         }
         if (absent > 1) {
             throw new IllegalStateException(name + ": " + absent + " members unavailable");
+        }
+        if (failedRole >= 0 && roles[failedRole].state == Raid5Status.MemberState.REBUILDING) {
+            recoveredRows = Math.min(rows, resumeRecoveryRows);
+        }
+        if (!cleanAtOpen) {
+            needsResync = true;
+            long resumeSectors = template.resyncOffset;
+            resyncDoneRows = resumeSectors > 0 ? Math.min(rows, resumeSectors / template.chunkSectors) : 0;
         }
         int threads = options.ioThreads() > 0 ? options.ioThreads() : MemberIoExecutor.defaultThreads(members);
         this.io = new MemberIoExecutor(name, threads);
@@ -204,6 +299,14 @@ public final class Raid5Array implements BlockDevice {
         LOG.info("{}: raid5 {} members, {} KiB chunk, {}, {} bytes, {}; xor {}; stripe cache {} rows; {} I/O threads",
                 name, members, chunk / 1024, layout.mdName(), size, failedRole < 0 ? "clean" : "DEGRADED",
                 xor.name(), cache.capacity(), threads);
+        synchronized (stateLock) {
+            if (needsResync && failedRole < 0) {
+                LOG.warn("{}: the array was not shut down cleanly; resyncing parity in the background from member "
+                        + "sector {}", name, resyncDoneRows * template.chunkSectors);
+            }
+            startRecoveryLocked();
+            wakeSyncLocked();
+        }
     }
 
     // ----------------------------------------------------------------------------------------- create
@@ -259,7 +362,7 @@ public final class Raid5Array implements BlockDevice {
             roles[i] = new Member(i, d, d.name(), i, uuid, d.size() / 512 - t.dataOffsetSectors,
                     Raid5Status.MemberState.ACTIVE);
         }
-        Raid5Array array = new Raid5Array(t, roles, options, List.of());
+        Raid5Array array = new Raid5Array(t, roles, List.of(), 0, options, List.of());
         if (!membersAreZeroed) {
             array.resync();
         }
@@ -347,6 +450,41 @@ public final class Raid5Array implements BlockDevice {
         stats.endWrite(start, length);
     }
 
+    /** Discards always zero: a discarded range reads back as zeros, with parity consistent. */
+    @Override
+    public boolean supportsDiscard() {
+        return true;
+    }
+
+    @Override
+    public boolean discardZeroes() {
+        return true;
+    }
+
+    /**
+     * Zeros the range through the write path, one row update per row (whole rows need no member reads:
+     * every data chunk is zero, so is parity; partial rows are ordinary writes of zeros). The members'
+     * space is not released: their contents must stay what parity says.
+     */
+    @Override
+    public void discard(long offset, long length) throws IOException {
+        BlockDevice.checkRange(this, offset, length);
+        checkOpen();
+        Context ctx = contexts.get();
+        RowWrite w = ctx.rowWrite;
+        long pos = offset;
+        long end = offset + length;
+        while (pos < end) {
+            long row = pos / rowBytes;
+            int inRow = (int) (pos - row * rowBytes);
+            int len = (int) Math.min(end - pos, rowBytes - inRow);
+            w.setZero(row, inRow, len);
+            submit(w, ctx);
+            pos += len;
+        }
+        stats.countDiscard(length);
+    }
+
     /** Flushes every active member (data and parity); a member whose flush fails is marked faulty. */
     @Override
     public void flush() throws IOException {
@@ -358,7 +496,7 @@ public final class Raid5Array implements BlockDevice {
         stats.countFlush();
         checkUsable(0, true);
         for (Member m : roles) {
-            if (m.state == Raid5Status.MemberState.ACTIVE) {
+            if (m.state == Raid5Status.MemberState.ACTIVE || m.state == Raid5Status.MemberState.REBUILDING) {
                 try {
                     m.device.flush();
                 } catch (IOException e) {
@@ -379,6 +517,7 @@ public final class Raid5Array implements BlockDevice {
             return;
         }
         closed = true;
+        stopSyncThread();
         IOException first = null;
         try {
             if (!failed) {
@@ -391,19 +530,53 @@ public final class Raid5Array implements BlockDevice {
             first = e;
         }
         io.close();
-        for (Member m : roles) {
-            if (m.device != null) {
-                try {
-                    m.device.close();
-                } catch (IOException e) {
-                    if (first == null) {
-                        first = e;
-                    }
+        List<BlockDevice> devices = new ArrayList<>();
+        synchronized (stateLock) {
+            for (Member m : roles) {
+                if (m.device != null) {
+                    devices.add(m.device);
+                }
+            }
+            for (Member s : spares) {
+                devices.add(s.device);
+            }
+            devices.addAll(retired);
+        }
+        for (BlockDevice d : devices) {
+            try {
+                d.close();
+            } catch (IOException e) {
+                if (first == null) {
+                    first = e;
                 }
             }
         }
         if (first != null) {
             throw first;
+        }
+    }
+
+    /** Makes the sync thread finish its current row and exit; close() then writes the checkpoints. */
+    private void stopSyncThread() {
+        Thread t;
+        synchronized (stateLock) {
+            stopSync = true;
+            stateLock.notifyAll();
+            t = syncThread;
+        }
+        if (t == null || t == Thread.currentThread()) {
+            return;
+        }
+        boolean interrupted = false;
+        while (t.isAlive()) {
+            try {
+                t.join();
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
         }
     }
 
@@ -451,18 +624,93 @@ public final class Raid5Array implements BlockDevice {
         memberFailed(role, new IOException("failed by operator"));
     }
 
+    /**
+     * Adds {@code device} as a hot spare (like {@code mdadm --add}): its first 8 KiB are overwritten with
+     * a cleared metadata-1.1 area and an md superblock with the spare role (0xffff). If the array is
+     * degraded, the rebuild onto it starts at once; otherwise it waits for a member to fail. The array
+     * owns the device from now on (closes it on {@link #close()}).
+     *
+     * @throws IllegalArgumentException naming the device when it is too small or its block size does not fit
+     */
+    public void addSpare(BlockDevice device) throws IOException {
+        checkOpen();
+        long needed = dataOffset + template.sizeSectors * 512;
+        if (device.size() < needed) {
+            throw new IllegalArgumentException(name + ": " + device.name() + " is " + device.size()
+                    + " bytes; a member of this array needs at least " + needed
+                    + " (data offset + member size) -- use a larger device");
+        }
+        if (device.logicalBlockSize() > blockSize || chunk % device.logicalBlockSize() != 0) {
+            throw new IllegalArgumentException(name + ": " + device.name() + " has " + device.logicalBlockSize()
+                    + "-byte blocks; the array uses " + blockSize + "-byte blocks -- use a device with "
+                    + blockSize + "-byte (or smaller) blocks");
+        }
+        byte[] uuid = new byte[16];
+        new java.security.SecureRandom().nextBytes(uuid);
+        device.write(0, ByteBuffer.allocate(Md1Superblock.OFFSET_BYTES));
+        synchronized (stateLock) {
+            checkOpen();
+            int devNumber = template.devRoles.length;
+            template.devRoles = Arrays.copyOf(template.devRoles, devNumber + 1);
+            template.devRoles[devNumber] = Md1Superblock.ROLE_SPARE;
+            Member spare = new Member(-1, device, device.name(), devNumber, uuid,
+                    device.size() / 512 - template.dataOffsetSectors, Raid5Status.MemberState.ACTIVE);
+            spares.add(spare);
+            writeSuperblocksLocked(false);
+            LOG.info("{}: added {} as a spare (device number {})", name, device.name(), devNumber);
+            startRecoveryLocked();
+            wakeSyncLocked();
+        }
+    }
+
+    /**
+     * Detaches the faulty member of {@code role} (like {@code mdadm --remove}): its device is closed and
+     * the role is missing until a spare is added. Only a faulty member can be removed.
+     *
+     * @throws IllegalStateException when the member is active or being rebuilt (fail it first)
+     */
+    public void removeMember(int role) throws IOException {
+        if (role < 0 || role >= members) {
+            throw new IllegalArgumentException(name + ": member role " + role + " does not exist; roles are 0.."
+                    + (members - 1));
+        }
+        BlockDevice device;
+        synchronized (stateLock) {
+            Member m = roles[role];
+            if (m.state == Raid5Status.MemberState.ACTIVE || m.state == Raid5Status.MemberState.REBUILDING) {
+                throw new IllegalStateException(name + ": member " + role + " (" + m.displayName + ") is "
+                        + m.state.name().toLowerCase(java.util.Locale.ROOT) + "; fail it first (failMember)");
+            }
+            device = m.device;
+            if (device == null) {
+                return;
+            }
+            m.device = null;
+            m.displayName = null;
+            m.state = Raid5Status.MemberState.MISSING;
+            writeSuperblocksLocked(false);
+            LOG.info("{}: removed faulty member {} ({})", name, role, device.name());
+        }
+        device.close();
+    }
+
     public Raid5Status status() {
         List<Raid5Status.Member> list = new ArrayList<>(members);
+        List<String> spareNames = new ArrayList<>();
         long events;
         synchronized (stateLock) {
             events = template.events;
-        }
-        for (Member m : roles) {
-            list.add(new Raid5Status.Member(m.role, m.device == null ? null : m.displayName, m.state));
+            for (Member m : roles) {
+                list.add(new Raid5Status.Member(m.role, m.device == null ? null : m.displayName, m.state));
+            }
+            for (Member s : spares) {
+                spareNames.add(s.displayName);
+            }
         }
         Raid5Status.Health health = failed ? Raid5Status.Health.FAILED
                 : failedRole >= 0 ? Raid5Status.Health.DEGRADED : Raid5Status.Health.CLEAN;
-        return new Raid5Status(name, health, List.copyOf(list), events, size, chunk, layout);
+        return new Raid5Status(name, health, List.copyOf(list), events, size, chunk, layout,
+                List.copyOf(spareNames), syncProgress(), mismatchSectors);
     }
 
     /** Problems assemble found and worked around (stale, foreign or missing members); empty when none. */
@@ -477,6 +725,11 @@ public final class Raid5Array implements BlockDevice {
 
     public int chunkBytes() {
         return chunk;
+    }
+
+    /** The smallest device that can be a member or spare: data offset + used member size, in bytes. */
+    public long memberBytes() {
+        return dataOffset + rows * chunk;
     }
 
     public int memberCount() {
@@ -495,25 +748,391 @@ public final class Raid5Array implements BlockDevice {
     }
 
     /**
-     * Recomputes the parity of every row from its data (md's resync), row by row through the write slots,
-     * so it may run while other I/O is in flight. Needed after an unclean shutdown (see
-     * {@link #wasCleanAtOpen()}) and used by {@link #create} on members that were not zero. Not possible
-     * while degraded.
+     * Recomputes the parity of every row from its data (md's resync) and returns when done; other I/O may
+     * run meanwhile. Used by {@link #create} on members that were not zero; after an unclean shutdown the
+     * resync starts by itself at open.
+     *
+     * @throws IOException when the resync cannot complete (degraded, failed or closed array)
      */
     public void resync() throws IOException {
+        synchronized (stateLock) {
+            if (failedRole >= 0) {
+                throw new IOException(name + ": cannot resync parity while degraded (member " + failedRole
+                        + " is not active); replace the member first");
+            }
+            needsResync = true;
+            resyncDoneRows = 0;
+            syncStopReason = null;
+            frozen = false;
+            wakeSyncLocked();
+            boolean interrupted = false;
+            while (needsResync && syncStopReason == null && !closed) {
+                try {
+                    stateLock.wait();
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+            if (needsResync) {
+                throw new IOException(name + ": resync did not complete: "
+                        + (syncStopReason != null ? syncStopReason : "the array was closed"));
+            }
+        }
+    }
+
+    // ----------------------------------------------------------------------------------------- sync
+
+    /** md's sync_action: what the sync thread is doing ("idle", "frozen", "resync", "recover", "check", "repair"). */
+    public String syncAction() {
+        SyncOp running = runningSync;
+        if (running != null) {
+            return running.label;
+        }
+        synchronized (stateLock) {
+            return frozen ? "frozen" : "idle";
+        }
+    }
+
+    /**
+     * Writes md's sync_action. {@code "check"}: read every row and count parity mismatches;
+     * {@code "repair"}: the same and rewrite mismatching parity; {@code "resync"}: recompute all parity;
+     * {@code "recover"}: start the rebuild onto a spare now (it also starts by itself); {@code "idle"}:
+     * stop a running check or repair (a needed resync or recovery continues, from its checkpoint, as in
+     * md); {@code "frozen"}: stop every sync action until {@code "idle"} or another action is written.
+     *
+     * @throws IllegalArgumentException for another word
+     * @throws IllegalStateException    when the action is not possible now, saying why
+     */
+    public void setSyncAction(String action) {
+        synchronized (stateLock) {
+            switch (action) {
+                case "idle" -> {
+                    requestedScrub = null;
+                    frozen = false;
+                    if (runningSync == SyncOp.CHECK || runningSync == SyncOp.REPAIR) {
+                        stopSync = true;
+                    }
+                }
+                case "frozen" -> {
+                    frozen = true;
+                    stopSync = runningSync != null;
+                }
+                case "check", "repair" -> {
+                    requireIdleAndHealthy(action);
+                    requestedScrub = action.equals("check") ? SyncOp.CHECK : SyncOp.REPAIR;
+                    frozen = false;
+                }
+                case "resync" -> {
+                    requireIdleAndHealthy(action);
+                    needsResync = true;
+                    resyncDoneRows = 0;
+                    frozen = false;
+                }
+                case "recover" -> {
+                    if (failedRole < 0) {
+                        throw new IllegalStateException(name + ": nothing to recover: every member is active");
+                    }
+                    if (roles[failedRole].state != Raid5Status.MemberState.REBUILDING && spares.isEmpty()) {
+                        throw new IllegalStateException(name + ": cannot recover member " + failedRole
+                                + ": there is no spare -- add one (addSpare) and the rebuild starts by itself");
+                    }
+                    frozen = false;
+                    startRecoveryLocked();
+                }
+                default -> throw new IllegalArgumentException(name + ": unknown sync action '" + action
+                        + "'; use idle, frozen, check, repair, resync or recover");
+            }
+            wakeSyncLocked();
+        }
+    }
+
+    private void requireIdleAndHealthy(String action) {
+        if (failed || failedRole >= 0) {
+            throw new IllegalStateException(name + ": cannot " + action + " a degraded array (member " + failedRole
+                    + " is not active); replace the member first");
+        }
+        SyncOp running = runningSync;
+        if (running != null || needsResync) {
+            throw new IllegalStateException(name + ": " + (running != null ? running.label : "resync")
+                    + " is in progress; wait for it, or write idle to stop a check or repair first");
+        }
+    }
+
+    /** Progress of the running sync action; see {@link SyncProgress}. */
+    public SyncProgress syncProgress() {
+        SyncOp running = runningSync;
+        long total = rows * template.chunkSectors;
+        if (running == null) {
+            return new SyncProgress(syncAction(), 0, total, 0, -1);
+        }
+        long done = syncRow * template.chunkSectors;
+        long speed = syncSpeedKiBps;
+        long eta = speed > 0 ? (total - done) / 2 / speed : -1;
+        return new SyncProgress(running.label, done, total, speed, eta);
+    }
+
+    /** md's mismatch_cnt: 512-byte sectors found inconsistent by the last check or repair (8 per 4 KiB page). */
+    public long mismatchCount() {
+        return mismatchSectors;
+    }
+
+    /** md's sync_speed_min in KiB/s: the sync runs at least this fast even with foreground I/O. */
+    public int syncSpeedMin() {
+        return syncSpeedMin;
+    }
+
+    public void setSyncSpeedMin(int kibPerSecond) {
+        if (kibPerSecond < 1) {
+            throw new IllegalArgumentException(name + ": sync_speed_min " + kibPerSecond + " KiB/s must be at least 1");
+        }
+        syncSpeedMin = kibPerSecond;
+        LOG.info("{}: sync_speed_min {} KiB/s", name, kibPerSecond);
+    }
+
+    /** md's sync_speed_max in KiB/s: the sync never runs faster. */
+    public int syncSpeedMax() {
+        return syncSpeedMax;
+    }
+
+    public void setSyncSpeedMax(int kibPerSecond) {
+        if (kibPerSecond < 1) {
+            throw new IllegalArgumentException(name + ": sync_speed_max " + kibPerSecond + " KiB/s must be at least 1");
+        }
+        syncSpeedMax = kibPerSecond;
+        LOG.info("{}: sync_speed_max {} KiB/s", name, kibPerSecond);
+    }
+
+    /**
+     * Waits until no sync action runs or is pending (for tests and the CLI's "wait").
+     *
+     * @return false if the time ran out first
+     */
+    public boolean awaitSyncIdle(long timeout, TimeUnit unit) throws InterruptedException {
+        long deadline = System.nanoTime() + unit.toNanos(timeout);
+        synchronized (stateLock) {
+            while (!closed && (runningSync != null || (!frozen && nextSyncLocked() != null))) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                TimeUnit.NANOSECONDS.timedWait(stateLock, left);
+            }
+            return true;
+        }
+    }
+
+    /** What the sync thread should do next, by md's priority: recovery, resync, requested scrub. */
+    private SyncOp nextSyncLocked() {
+        if (failed || closed) {
+            return null;
+        }
+        if (failedRole >= 0 && roles[failedRole].state == Raid5Status.MemberState.REBUILDING) {
+            return SyncOp.RECOVER;
+        }
+        if (failedRole >= 0) {
+            return null;
+        }
+        if (needsResync) {
+            return SyncOp.RESYNC;
+        }
+        return requestedScrub;
+    }
+
+    /** If degraded with a spare and no rebuild running, makes the spare the rebuilding member. */
+    private void startRecoveryLocked() {
+        if (failed || closed || failedRole < 0 || spares.isEmpty()) {
+            return;
+        }
+        Member slot = roles[failedRole];
+        if (slot.state == Raid5Status.MemberState.REBUILDING) {
+            return;
+        }
+        Member spare = spares.remove(0);
+        if (slot.device != null) {
+            retired.add(slot.device);
+        }
+        recoveredRows = 0;
+        slot.takeOver(spare);
+        template.devRoles[spare.devNumber] = slot.role;
+        slot.state = Raid5Status.MemberState.REBUILDING;
+        if (runningSync != null && runningSync != SyncOp.RECOVER) {
+            stopSync = true;
+        }
+        writeSuperblocksLocked(false);
+        LOG.warn("{}: rebuilding member {} onto spare {}", name, slot.role, slot.displayName);
+    }
+
+    /** Starts the sync thread if it is needed and not running, and wakes it. */
+    private void wakeSyncLocked() {
+        stateLock.notifyAll();
+        if (syncThread == null && !closed && nextSyncLocked() != null) {
+            syncThread = new Thread(this::syncLoop, "stripestack-" + name + "-sync");
+            syncThread.setDaemon(true);
+            syncThread.start();
+        }
+    }
+
+    private void syncLoop() {
+        while (true) {
+            SyncOp op;
+            long from;
+            synchronized (stateLock) {
+                while (!closed && (frozen || nextSyncLocked() == null)) {
+                    try {
+                        stateLock.wait();
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
+                if (closed) {
+                    return;
+                }
+                op = nextSyncLocked();
+                from = op == SyncOp.RECOVER ? recoveredRows : op == SyncOp.RESYNC ? resyncDoneRows : 0;
+                if (op == SyncOp.CHECK || op == SyncOp.REPAIR) {
+                    mismatchSectors = 0;
+                }
+                stopSync = false;
+                syncStopReason = null;
+                syncFromRow = from;
+                syncRow = from;
+                syncSpeedKiBps = 0;
+                runningSync = op;
+                LOG.info("{}: {} started at member sector {} of {}", name, op.label, from * template.chunkSectors,
+                        rows * template.chunkSectors);
+            }
+            String stopped = runPass(op, from);
+            synchronized (stateLock) {
+                finishPassLocked(op, stopped);
+                runningSync = null;
+                syncSpeedKiBps = 0;
+                stateLock.notifyAll();
+            }
+        }
+    }
+
+    /** Runs one pass from row {@code from}; returns null when it completed, else why it stopped. */
+    private String runPass(SyncOp op, long from) {
         Context ctx = contexts.get();
         RowWrite w = ctx.rowWrite;
-        for (long row = 0; row < rows; row++) {
-            if (failedRole >= 0) {
-                throw new IOException(name + ": cannot resync parity while degraded (member "
-                        + failedRole + " is not active); replace the member first");
+        SpeedMeter meter = new SpeedMeter(from);
+        long lastCheckpoint = System.nanoTime();
+        for (long row = from; row < rows; row++) {
+            if (stopSync || closed) {
+                return closed ? "the array was closed" : "stopped";
             }
-            w.set(row, 0, 0, null, 0);
-            submit(w, ctx);
+            meter.throttle(row);
+            w.setSync(row, op);
+            try {
+                submit(w, ctx);
+            } catch (IOException e) {
+                LOG.error("{}: {} stopped at row {}: {}", name, op.label, row, e.getMessage());
+                return e.getMessage();
+            }
+            if (op == SyncOp.RECOVER && recoveredRows != row + 1) {
+                return "the rebuild was aborted";
+            }
+            if (op == SyncOp.RESYNC) {
+                resyncDoneRows = row + 1;
+            }
+            syncRow = row + 1;
+            if (op == SyncOp.RECOVER && System.nanoTime() - lastCheckpoint > CHECKPOINT_NANOS) {
+                synchronized (stateLock) {
+                    writeSuperblocksLocked(false);
+                }
+                lastCheckpoint = System.nanoTime();
+            }
+        }
+        return null;
+    }
+
+    private static final long CHECKPOINT_NANOS = TimeUnit.SECONDS.toNanos(1);
+
+    private void finishPassLocked(SyncOp op, String stopped) {
+        syncStopReason = stopped;
+        if (op == SyncOp.CHECK || op == SyncOp.REPAIR) {
+            requestedScrub = null;
+        }
+        if (stopped != null) {
+            LOG.info("{}: {} stopped at member sector {}: {}", name, op.label, syncRow * template.chunkSectors, stopped);
+            return;
+        }
+        switch (op) {
+            case RECOVER -> {
+                Member m = roles[failedRole];
+                m.state = Raid5Status.MemberState.ACTIVE;
+                failedRole = -1;
+                recoveredRows = 0;
+                // Recovery wrote every row's missing chunk from the others: every row is consistent now.
+                needsResync = false;
+                writeSuperblocksLocked(false);
+                LOG.info("{}: rebuild of member {} ({}) complete; the array is clean", name, m.role, m.displayName);
+            }
+            case RESYNC -> {
+                needsResync = false;
+                LOG.info("{}: resync complete", name);
+            }
+            case CHECK, REPAIR -> LOG.info("{}: {} complete, mismatch_cnt {}", name, op.label, mismatchSectors);
+            default -> throw new IllegalStateException(op.label);
+        }
+    }
+
+    /**
+     * md's sync throttle, used by the sync thread only: progress marks every half second over a window
+     * of about two seconds give the current speed; above sync_speed_max the thread sleeps, above
+     * sync_speed_min it also sleeps while foreground I/O keeps arriving.
+     */
+    private final class SpeedMeter {
+        private static final int MARKS = 4;
+        private static final long MARK_STEP = TimeUnit.MILLISECONDS.toNanos(500);
+        private final long[] markTime = new long[MARKS];
+        private final long[] markRow = new long[MARKS];
+        private int last;
+        private long foregroundOps = -1;
+
+        SpeedMeter(long fromRow) {
+            long now = System.nanoTime();
+            Arrays.fill(markTime, now);
+            Arrays.fill(markRow, fromRow);
+        }
+
+        void throttle(long row) {
+            while (!stopSync && !closed) {
+                long now = System.nanoTime();
+                if (now - markTime[last] >= MARK_STEP) {
+                    last = (last + 1) % MARKS;
+                    markTime[last] = now;
+                    markRow[last] = row;
+                }
+                int oldest = (last + 1) % MARKS;
+                long elapsed = now - markTime[oldest];
+                long kib = (row - markRow[oldest]) * (chunk / 1024);
+                long speed = (long) (kib * 1e9 / Math.max(elapsed, 1_000_000));
+                syncSpeedKiBps = speed;
+                long ops = stats.readOps() + stats.writeOps() + stats.inFlight();
+                boolean busy = foregroundOps >= 0 && ops != foregroundOps;
+                foregroundOps = ops;
+                if (speed <= syncSpeedMin || (speed <= syncSpeedMax && !busy)) {
+                    return;
+                }
+                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(busy ? 5 : 20));
+            }
         }
     }
 
     // ----------------------------------------------------------------------------------------- reads
+
+    /**
+     * The member whose chunks of {@code row} must be rebuilt from the others, or -1: the failed member,
+     * unless it is being rebuilt and {@code row} is below the checkpoint. Call with the row held (slot
+     * owner or shared row lock) and pass values of {@code failedRole} and {@code recoveredRows} read once.
+     */
+    private static int missingIn(long row, int failedRole, long recoveredRows) {
+        return failedRole >= 0 && row >= recoveredRows ? failedRole : -1;
+    }
 
     private void readRange(long offset, ByteBuffer dst, int dstIndex, int length) throws IOException {
         long firstRow = offset / rowBytes;
@@ -521,8 +1140,10 @@ public final class Raid5Array implements BlockDevice {
         lockRowsShared(firstRow, lastRow);
         try {
             checkUsable(offset, false);
-            int missing = failedRole;
+            int failedNow = failedRole;
+            long recovered = recoveredRows;
             MemberIoExecutor.Batch batch = io.batch();
+            boolean degraded = false;
             long pos = offset;
             int di = dstIndex;
             int left = length;
@@ -532,25 +1153,28 @@ public final class Raid5Array implements BlockDevice {
                 int len = Math.min(left, chunk - inChunk);
                 long row = chunkNo / dataDisks;
                 int member = layout.dataMember(row, (int) (chunkNo - row * dataDisks), members);
-                if (member != missing) {
+                if (member != missingIn(row, failedNow, recovered)) {
                     batch.add(member, roles[member].device, dataOffset + row * chunk + inChunk, dst.slice(di, len), false);
+                } else {
+                    degraded = true;
                 }
                 pos += len;
                 di += len;
                 left -= len;
             }
             batch.run();
-            boolean errors = false;
-            for (int i = 0; i < batch.size(); i++) {
-                if (batch.error(i) != null) {
-                    memberFailed(batch.member(i), batch.error(i));
-                    errors = true;
+            try {
+                for (int i = 0; i < batch.size(); i++) {
+                    if (batch.error(i) != null) {
+                        repairFailedRead(batch.member(i), batch.offset(i), batch.buffer(i), batch.error(i),
+                                failedNow, recovered);
+                    }
                 }
+            } finally {
+                batch.clear();
             }
-            batch.clear();
-            if (errors || missing >= 0) {
-                checkUsable(offset, false);
-                rebuildMissingPieces(offset, dst, dstIndex, length);
+            if (degraded) {
+                rebuildMissingPieces(offset, dst, dstIndex, length, failedNow, recovered);
             }
             if (checkParityOnReads && failedRole < 0) {
                 verifyRows(offset, length);
@@ -560,9 +1184,47 @@ public final class Raid5Array implements BlockDevice {
         }
     }
 
-    /** Rebuilds, from the other members, every piece of the range that lies on the missing member. */
-    private void rebuildMissingPieces(long offset, ByteBuffer dst, int dstIndex, int length) throws IOException {
-        int missing = failedRole;
+    /**
+     * A member read failed: like md, rebuild the piece from the other members into the caller's buffer
+     * and write it back to the member (a disk remaps a bad sector on write). The member is marked faulty
+     * only if that write fails, or at once when the row has no redundancy left. The shared row lock
+     * the caller holds keeps writers out, so the rewritten bytes are the row's current contents.
+     */
+    private void repairFailedRead(int member, long memberOffset, ByteBuffer piece, IOException error, int failedNow,
+                                  long recovered) throws IOException {
+        long inData = memberOffset - dataOffset;
+        long row = inData / chunk;
+        int inChunk = (int) (inData % chunk);
+        long arrayOffset = row * rowBytes;
+        if (missingIn(row, failedNow, recovered) >= 0 || failed) {
+            memberFailed(member, error);
+            checkUsable(arrayOffset, false);
+            throw new MediumErrorException(name + ": member " + member + " failed reading row " + row
+                    + " while another member was missing", arrayOffset, false, error);
+        }
+        ByteBuffer target = piece.duplicate().clear().order(NATIVE);
+        int len = target.capacity();
+        try {
+            rebuild(row, member, inChunk, target, len, arrayOffset);
+            degradedReads.increment();
+        } catch (MediumErrorException e) {
+            memberFailed(member, error);
+            checkUsable(arrayOffset, false);
+            throw e;
+        }
+        try {
+            roles[member].device.write(memberOffset, piece.duplicate().clear());
+            readErrorsCorrected.increment();
+            LOG.warn("{}: read error on member {} ({}) at byte {} corrected: {} bytes rebuilt from parity and "
+                    + "rewritten ({})", name, member, roles[member].displayName, memberOffset, len, error.getMessage());
+        } catch (IOException e) {
+            memberFailed(member, e);
+        }
+    }
+
+    /** Rebuilds, from the other members, every piece of the range that lies on the row's missing member. */
+    private void rebuildMissingPieces(long offset, ByteBuffer dst, int dstIndex, int length, int failedNow,
+                                      long recovered) throws IOException {
         long pos = offset;
         int di = dstIndex;
         int left = length;
@@ -572,8 +1234,9 @@ public final class Raid5Array implements BlockDevice {
             int len = Math.min(left, chunk - inChunk);
             long row = chunkNo / dataDisks;
             int member = layout.dataMember(row, (int) (chunkNo - row * dataDisks), members);
-            if (member == missing) {
-                rebuild(row, missing, inChunk, dst.slice(di, len).order(NATIVE), len, pos);
+            if (member == missingIn(row, failedNow, recovered)) {
+                checkUsable(pos, false);
+                rebuild(row, member, inChunk, dst.slice(di, len).order(NATIVE), len, pos);
                 degradedReads.increment();
             }
             pos += len;
@@ -582,7 +1245,11 @@ public final class Raid5Array implements BlockDevice {
         }
     }
 
-    /** {@code target[0, len) = XOR of every other member's bytes at that row and in-chunk offset}. */
+    /**
+     * {@code target[0, len) = XOR of every other member's bytes at that row and in-chunk offset}.
+     *
+     * @throws MediumErrorException when another member fails too (it is marked faulty)
+     */
     private void rebuild(long row, int missing, int inChunk, ByteBuffer target, int len, long arrayOffset)
             throws IOException {
         Context ctx = contexts.get();
@@ -604,10 +1271,14 @@ public final class Raid5Array implements BlockDevice {
                     xor.xorInto(target, 0, ctx.srcs, ctx.idx, 1, len);
                 }
             } catch (IOException e) {
+                ctx.srcs[0] = null;
                 memberFailed(m, e);
                 checkUsable(arrayOffset, false);
+                throw new MediumErrorException(name + ": cannot rebuild row " + row + " of member " + missing
+                        + ": member " + m + " failed too (" + e.getMessage() + ")", arrayOffset, false, e);
             }
         }
+        ctx.srcs[0] = null;
     }
 
     /** check_parity_on_reads: XOR of all members over the columns the read touched must be zero. */
@@ -697,8 +1368,9 @@ public final class Raid5Array implements BlockDevice {
 
     // ----------------------------------------------------------------------------------------- writes
 
-    /** One caller's write to one row (or a resync of the row when {@code src} is null). Reused per thread. */
+    /** One caller's write, discard or sync step on one row. Reused per thread. */
     static final class RowWrite {
+        SyncOp op = SyncOp.WRITE;
         long row;
         int inRow;
         int length;
@@ -710,11 +1382,23 @@ public final class Raid5Array implements BlockDevice {
         IOException error;
 
         void set(long row, int inRow, int length, ByteBuffer src, int srcIndex) {
+            this.op = SyncOp.WRITE;
             this.row = row;
             this.inRow = inRow;
             this.length = length;
             this.src = src;
             this.srcIndex = srcIndex;
+        }
+
+        /** Zeros over {@code [inRow, inRow + length)} of the row (a discard). */
+        void setZero(long row, int inRow, int length) {
+            set(row, inRow, length, null, 0);
+            this.op = SyncOp.ZERO;
+        }
+
+        void setSync(long row, SyncOp sync) {
+            set(row, 0, 0, null, 0);
+            this.op = sync;
         }
 
         boolean overlaps(RowWrite other) {
@@ -801,13 +1485,13 @@ public final class Raid5Array implements BlockDevice {
         RowWrite first = slot.pending.pollFirst();
         ctx.batch[0] = first;
         int count = 1;
-        if (first.src == null) {
+        if (first.op != SyncOp.WRITE) {
             return count;
         }
         outer:
         while (!slot.pending.isEmpty()) {
             RowWrite next = slot.pending.peekFirst();
-            if (next.row != first.row || next.src == null) {
+            if (next.row != first.row || next.op != SyncOp.WRITE) {
                 break;
             }
             for (int i = 0; i < count; i++) {
@@ -827,10 +1511,16 @@ public final class Raid5Array implements BlockDevice {
     private void processRow(Slot slot, RowWrite[] batch, int count, Context ctx) throws IOException {
         RowWrite first = batch[0];
         checkUsable(first.row * rowBytes + first.inRow, true);
-        if (count == 1 && first.length == rowBytes && failedRole < 0) {
-            writeFullRow(slot, first, ctx);
-        } else {
-            updateRow(slot, batch, count, ctx);
+        switch (first.op) {
+            case WRITE -> {
+                if (count == 1 && first.length == rowBytes && missingIn(first.row, failedRole, recoveredRows) < 0) {
+                    writeFullRow(slot, first, ctx);
+                } else {
+                    updateRow(slot, batch, count, ctx);
+                }
+            }
+            case ZERO -> updateRow(slot, ctx.zeroPieces(first), dataDisks, ctx);
+            default -> syncRow(slot, first, ctx);
         }
     }
 
@@ -875,14 +1565,10 @@ public final class Raid5Array implements BlockDevice {
                 Bits.clear(bits);
             }
             Bits.clear(columns);
-            boolean resync = batch[0].src == null;
-            if (resync) {
-                Bits.setRange(columns, 0, blocksPerChunk);
-            }
             for (int k = 0; k < count; k++) {
                 markWritten(batch[k], written, columns);
             }
-            boolean fullRow = !resync;
+            boolean fullRow = true;
             for (int i = 0; i < dataDisks && fullRow; i++) {
                 fullRow = Bits.isFull(written[i], blocksPerChunk);
             }
@@ -892,9 +1578,9 @@ public final class Raid5Array implements BlockDevice {
             boolean readModifyWrite;
             while (true) {
                 checkUsable(row * rowBytes, true);
-                missing = failedRole;
+                missing = missingIn(row, failedRole, recoveredRows);
                 missingIndex = missing < 0 ? -2 : missing == parityMember ? -1 : layout.dataIndexOf(row, missing, members);
-                readModifyWrite = planReads(e, ctx, resync, missingIndex);
+                readModifyWrite = planReads(e, ctx, missingIndex);
                 if (preRead(row, e, ctx, parityMember)) {
                     break;
                 }
@@ -933,13 +1619,107 @@ public final class Raid5Array implements BlockDevice {
             } else {
                 orInto(e.valid[dataDisks], columns);
             }
-            if (!resync) {
-                if (fullRow) {
-                    fullStripeWrites.increment();
-                } else if (readModifyWrite) {
-                    rmwWrites.increment();
-                } else {
-                    reconstructWrites.increment();
+            if (fullRow) {
+                fullStripeWrites.increment();
+            } else if (readModifyWrite) {
+                rmwWrites.increment();
+            } else {
+                reconstructWrites.increment();
+            }
+            keep = true;
+        } finally {
+            cache.release(e, keep);
+        }
+    }
+
+    /**
+     * One step of a sync pass on {@code w.row}, as the row's slot owner. Every chunk but the one being
+     * rebuilt is read from the members (check, repair and resync re-read even cached blocks: they test
+     * what the members hold). recover: the rebuilding member's chunk is the XOR of the others and is
+     * written to it, then the checkpoint moves past the row. check/repair/resync: parity is recomputed
+     * and compared page by page; repair and resync write it back when it differs.
+     */
+    private void syncRow(Slot slot, RowWrite w, Context ctx) throws IOException {
+        long row = w.row;
+        SyncOp op = w.op;
+        int target = -1;
+        if (op == SyncOp.RECOVER) {
+            target = failedRole;
+            if (target < 0 || roles[target].state != Raid5Status.MemberState.REBUILDING || recoveredRows != row) {
+                return;                          // the rebuild was aborted meanwhile; runPass sees it
+            }
+        } else if (failedRole >= 0) {
+            throw new IOException(name + ": cannot " + op.label + " while degraded (member " + failedRole
+                    + " is not active)");
+        }
+        int parityMember = layout.parityMember(row, members);
+        int targetIndex = target < 0 ? -1 : target == parityMember ? dataDisks : layout.dataIndexOf(row, target, members);
+        StripeCache.Entry e = acquireEntry(row);
+        boolean keep = false;
+        try {
+            for (int i = 0; i <= dataDisks; i++) {
+                long[] need = ctx.need[i];
+                if (i == targetIndex) {
+                    Bits.clear(need);
+                    continue;
+                }
+                if (op != SyncOp.RECOVER) {
+                    Bits.clear(e.valid[i]);
+                }
+                Bits.setRange(need, 0, blocksPerChunk);
+                andNotInto(need, e.valid[i]);
+            }
+            if (!preRead(row, e, ctx, parityMember)) {
+                checkUsable(row * rowBytes, false);
+                throw new IOException(name + ": a member failed during " + op.label + " of row " + row);
+            }
+            long memberOffset = dataOffset + row * chunk;
+            MemberIoExecutor.Batch writes = io.batch();
+            if (op == SyncOp.RECOVER) {
+                int count = 0;
+                for (int i = 0; i <= dataDisks; i++) {
+                    if (i != targetIndex) {
+                        ctx.srcs[count] = e.chunk(i);
+                        ctx.idx[count++] = 0;
+                    }
+                }
+                ByteBuffer rebuilt = e.chunk(targetIndex);
+                xor.xorAssign(rebuilt, 0, ctx.srcs, ctx.idx, count, chunk);
+                Arrays.fill(ctx.srcs, null);
+                Bits.setRange(e.valid[targetIndex], 0, blocksPerChunk);
+                addRuns(writes, target, memberOffset, rebuilt, ctx.allBlocks, true);
+                runWrites(slot, writes, row);
+                if (roles[target].state == Raid5Status.MemberState.REBUILDING && failedRole == target) {
+                    recoveredRows = row + 1;
+                }
+            } else {
+                ByteBuffer computed = ctx.parity();
+                for (int i = 0; i < dataDisks; i++) {
+                    ctx.srcs[i] = e.chunk(i);
+                    ctx.idx[i] = 0;
+                }
+                xor.xorAssign(computed, 0, ctx.srcs, ctx.idx, dataDisks, chunk);
+                Arrays.fill(ctx.srcs, null);
+                ByteBuffer stored = e.chunk(dataDisks);
+                int mismatchedPages = 0;
+                for (int page = 0; page < chunk; page += StripeCache.PAGE) {
+                    for (int b = page; b < page + StripeCache.PAGE; b += 8) {
+                        if (computed.getLong(b) != stored.getLong(b)) {
+                            mismatchedPages++;
+                            break;
+                        }
+                    }
+                }
+                if (mismatchedPages > 0) {
+                    if (op != SyncOp.RESYNC) {
+                        mismatchSectors += mismatchedPages * (StripeCache.PAGE / 512L);
+                    }
+                    LOG.debug("{}: {}: row {} has {} mismatching parity pages", name, op.label, row, mismatchedPages);
+                    if (op != SyncOp.CHECK) {
+                        stored.put(0, computed, 0, chunk);
+                        addRuns(writes, parityMember, memberOffset, stored, ctx.allBlocks, true);
+                        runWrites(slot, writes, row);
+                    }
                 }
             }
             keep = true;
@@ -998,7 +1778,7 @@ public final class Raid5Array implements BlockDevice {
      *
      * @param missingIndex data index of the missing member, -1 if parity is missing, -2 if none is
      */
-    private boolean planReads(StripeCache.Entry e, Context ctx, boolean resync, int missingIndex) {
+    private boolean planReads(StripeCache.Entry e, Context ctx, int missingIndex) {
         long[][] need = ctx.need;
         long[][] written = ctx.written;
         long[] columns = ctx.columns;
@@ -1042,7 +1822,7 @@ public final class Raid5Array implements BlockDevice {
             rmw += Long.bitCount(k & ~valid[dataDisks][w]);
             rmwUncached += Long.bitCount(k);
         }
-        boolean readModifyWrite = !resync && rmw < rcw;
+        boolean readModifyWrite = rmw < rcw;
         if (Math.min(rmw, rcw) < Math.min(rmwUncached, rcwUncached)) {
             stripeCacheHits.increment();
         }
@@ -1228,75 +2008,116 @@ public final class Raid5Array implements BlockDevice {
         return s.toString();
     }
 
-    /** Marks member {@code role} faulty (once) and records it in the other members' superblocks. */
+    /**
+     * Marks member {@code role} faulty (once) and records it in the other members' superblocks; a
+     * rebuilding member that fails ends its rebuild. Then a spare, if any, starts replacing it.
+     */
     private void memberFailed(int role, Throwable cause) {
         synchronized (stateLock) {
             Member m = roles[role];
-            if (m.state != Raid5Status.MemberState.ACTIVE) {
+            if (m.state == Raid5Status.MemberState.REBUILDING) {
+                recoveredRows = 0;
+                m.state = Raid5Status.MemberState.FAULTY;
+                stopSync = runningSync == SyncOp.RECOVER;
+                LOG.error("{}: replacement member {} ({}) failed during its rebuild: {}. The array stays DEGRADED; "
+                        + "add another spare", name, role, m.displayName, cause.getMessage());
+            } else if (m.state != Raid5Status.MemberState.ACTIVE) {
                 return;
-            }
-            m.state = Raid5Status.MemberState.FAULTY;
-            if (failedRole >= 0) {
-                failed = true;
-                LOG.error("{}: member {} ({}) failed: {}. A second member is lost ({}): the array has FAILED and "
-                        + "refuses all I/O", name, role, m.displayName, cause.getMessage(), describeFaulty());
             } else {
-                failedRole = role;
-                LOG.error("{}: member {} ({}) failed: {}. The array is DEGRADED: reads of its chunks are rebuilt "
-                        + "from parity. Replace {} and rebuild the array (another failure would lose data)",
-                        name, role, m.displayName, cause.getMessage(), m.displayName);
+                m.state = Raid5Status.MemberState.FAULTY;
+                if (failedRole >= 0) {
+                    failed = true;
+                    stopSync = true;
+                    LOG.error("{}: member {} ({}) failed: {}. A second member is lost ({}): the array has FAILED and "
+                            + "refuses all I/O", name, role, m.displayName, cause.getMessage(), describeFaulty());
+                } else {
+                    failedRole = role;
+                    stopSync = runningSync != null;
+                    LOG.error("{}: member {} ({}) failed: {}. The array is DEGRADED: reads of its chunks are rebuilt "
+                            + "from parity. {}", name, role, m.displayName, cause.getMessage(), spares.isEmpty()
+                            ? "Add a spare to rebuild onto (another failure would lose data)"
+                            : "Rebuilding onto spare " + spares.get(0).displayName);
+                }
             }
             writeSuperblocksLocked(false);
+            startRecoveryLocked();
+            wakeSyncLocked();
         }
     }
 
     /**
-     * Bumps the event count and writes every active member's superblock (roles of faulty or missing
-     * members recorded as faulty); {@code clean} says whether parity is known to be in sync. A member
-     * whose superblock write fails is faulty in turn.
+     * Bumps the event count and writes the superblock of every member that holds a role (active or
+     * rebuilding) and of every spare; faulty and missing members' device numbers are recorded as faulty,
+     * the rebuilding member's with its role and recovery checkpoint. {@code clean} says whether the
+     * array is being closed with nothing in flight: resync_offset is then "done", or the resync
+     * checkpoint if a resync is unfinished; while open it is 0 (md's "active"). A member whose superblock
+     * write fails is faulty in turn; a spare whose write fails is dropped.
      */
     private void writeSuperblocksLocked(boolean clean) {
         Md1Superblock t = template;
         t.events++;
         t.utime = Md1Superblock.mdTime(System.currentTimeMillis());
-        t.resyncOffset = clean ? Md1Superblock.RESYNC_DONE : 0;
-        for (Member m : roles) {
-            if (m.state != Raid5Status.MemberState.ACTIVE) {
-                for (int d = 0; d < t.devRoles.length; d++) {
-                    if (t.devRoles[d] == m.role) {
-                        t.devRoles[d] = Md1Superblock.ROLE_FAULTY;
-                    }
+        t.resyncOffset = !clean ? 0 : needsResync ? resyncDoneRows * t.chunkSectors : Md1Superblock.RESYNC_DONE;
+        for (int d = 0; d < t.devRoles.length; d++) {
+            int role = t.devRoles[d];
+            if (role < members) {
+                Member holder = roles[role];
+                boolean holds = holder.devNumber == d && (holder.state == Raid5Status.MemberState.ACTIVE
+                        || holder.state == Raid5Status.MemberState.REBUILDING);
+                if (!holds) {
+                    t.devRoles[d] = Md1Superblock.ROLE_FAULTY;
                 }
             }
         }
         List<Member> newlyFailed = new ArrayList<>();
         for (Member m : roles) {
-            if (m.state != Raid5Status.MemberState.ACTIVE) {
+            if (m.state != Raid5Status.MemberState.ACTIVE && m.state != Raid5Status.MemberState.REBUILDING) {
                 continue;
             }
-            Md1Superblock sb = t.copy();
-            sb.devNumber = m.devNumber;
-            sb.deviceUuid = m.deviceUuid;
-            sb.dataSizeSectors = m.dataSizeSectors;
-            try {
-                m.device.write(Md1Superblock.OFFSET_BYTES, sb.encode());
-                m.device.flush();
-            } catch (IOException e) {
-                LOG.error("{}: writing the superblock of member {} ({}) failed: {}", name, m.role, m.displayName,
-                        e.getMessage());
+            if (!writeSuperblock(t, m)) {
                 newlyFailed.add(m);
             }
         }
+        for (java.util.Iterator<Member> it = spares.iterator(); it.hasNext(); ) {
+            Member spare = it.next();
+            if (!writeSuperblock(t, spare)) {
+                it.remove();
+                t.devRoles[spare.devNumber] = Md1Superblock.ROLE_FAULTY;
+                retired.add(spare.device);
+            }
+        }
         for (Member m : newlyFailed) {
-            m.state = Raid5Status.MemberState.FAULTY;
-            if (failedRole >= 0 && failedRole != m.role) {
+            if (m.state == Raid5Status.MemberState.REBUILDING) {
+                recoveredRows = 0;
+            } else if (failedRole >= 0 && failedRole != m.role) {
                 failed = true;
             } else {
                 failedRole = m.role;
             }
+            m.state = Raid5Status.MemberState.FAULTY;
         }
         if (!newlyFailed.isEmpty() && !failed) {
             writeSuperblocksLocked(clean);
+        }
+    }
+
+    /** Writes one device's superblock; false (logged) if the write fails. */
+    private boolean writeSuperblock(Md1Superblock t, Member m) {
+        Md1Superblock sb = t.copy();
+        sb.devNumber = m.devNumber;
+        sb.deviceUuid = m.deviceUuid;
+        sb.dataSizeSectors = m.dataSizeSectors;
+        boolean rebuilding = m.role >= 0 && m.state == Raid5Status.MemberState.REBUILDING;
+        sb.featureMap = rebuilding ? Md1Superblock.FEATURE_RECOVERY_OFFSET : 0;
+        sb.recoveryOffset = rebuilding ? recoveredRows * t.chunkSectors : 0;
+        try {
+            m.device.write(Md1Superblock.OFFSET_BYTES, sb.encode());
+            m.device.flush();
+            return true;
+        } catch (IOException e) {
+            LOG.error("{}: writing the superblock of {} ({}) failed: {}", name,
+                    m.role >= 0 ? "member " + m.role : "spare", m.displayName, e.getMessage());
+            return false;
         }
     }
 
@@ -1314,6 +2135,10 @@ public final class Raid5Array implements BlockDevice {
         final int[] idx = new int[members + 1];
         final ByteBuffer[] views = new ByteBuffer[members];
         int[] pieceChunk = new int[16];
+        /** Every block of a chunk set. */
+        final long[] allBlocks;
+        /** The per-chunk writes of zeros one discard of a row turns into. */
+        final RowWrite[] zeroWrites = new RowWrite[dataDisks];
         private ByteBuffer parity;
         private ByteBuffer scratch;
         private ByteBuffer accumulator;
@@ -1324,6 +2149,27 @@ public final class Raid5Array implements BlockDevice {
             columns = new long[words];
             rebuild = new long[words];
             need = new long[members][words];
+            allBlocks = new long[words];
+            Bits.setRange(allBlocks, 0, blocksPerChunk);
+            for (int i = 0; i < dataDisks; i++) {
+                zeroWrites[i] = new RowWrite();
+            }
+        }
+
+        /**
+         * Splits a discard of {@code [w.inRow, w.inRow + w.length)} into one zero write per chunk it touches
+         * (unused entries cover nothing), for one merged row update. Returns the array, always {@code dataDisks} long.
+         */
+        RowWrite[] zeroPieces(RowWrite w) {
+            int pos = w.inRow;
+            int end = w.inRow + w.length;
+            for (int i = 0; i < dataDisks; i++) {
+                int chunkStart = i * chunk;
+                int from = Math.max(pos, chunkStart);
+                int to = Math.min(end, chunkStart + chunk);
+                zeroWrites[i].set(w.row, from, Math.max(0, to - from), zeroChunk, 0);
+            }
+            return zeroWrites;
         }
 
         /**

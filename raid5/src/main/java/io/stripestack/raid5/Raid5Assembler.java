@@ -16,7 +16,10 @@ import org.slf4j.LoggerFactory;
  * events than the newest superblock: it missed writes) or that the newest superblock records as
  * faulty is never used; each such device, and each role nobody fills, is reported by name with what to
  * do. With exactly one role unfilled the array starts degraded (if {@link Raid5Options#allowDegraded()});
- * with more, assemble fails with {@link Raid5AssembleException}.
+ * with more, assemble fails with {@link Raid5AssembleException}. Spares (role 0xffff) are kept as hot
+ * spares; a member whose superblock carries a recovery offset resumes its rebuild from there. An array
+ * that was not shut down cleanly and is degraded is refused unless
+ * {@link Raid5Options#startDirtyDegraded()} (md's {@code start_dirty_degraded}).
  *
  * <p>Ownership: the array takes every device it uses and closes it on {@link Raid5Array#close()};
  * devices assemble does not use are closed before it returns. Stateless; safe from any thread.
@@ -60,6 +63,7 @@ public final class Raid5Assembler {
         }
         checkSupported(ref, devices.get(indexOf(sbs, ref)).name());
         BlockDevice[] byRole = new BlockDevice[ref.raidDisks];
+        List<Raid5Array.Member> spares = new ArrayList<>();
         Md1Superblock[] sbByRole = new Md1Superblock[ref.raidDisks];
         boolean[] used = new boolean[count];
         String setName = "'" + ref.setName + "' (" + Md1Superblock.formatUuid(ref.setUuid) + ")";
@@ -81,9 +85,16 @@ public final class Raid5Assembler {
                         + ", array events " + ref.events + "); it is not used -- replace it with a new member");
                 continue;
             }
+            long needed = ref.dataOffsetSectors * 512 + ref.sizeSectors * 512;
+            if (role == Md1Superblock.ROLE_SPARE && d.size() >= needed && sb.dataOffsetSectors == ref.dataOffsetSectors) {
+                spares.add(new Raid5Array.Member(-1, d, d.name(), sb.devNumber, sb.deviceUuid, sb.dataSizeSectors,
+                        Raid5Status.MemberState.ACTIVE));
+                used[i] = true;
+                continue;
+            }
             if (role >= ref.raidDisks) {
-                problems.add(d.name() + ": is a spare or has no role (0x" + Integer.toHexString(role) + ") in "
-                        + setName + "; spares are not supported -- remove it from the member list");
+                problems.add(d.name() + ": has no usable role (0x" + Integer.toHexString(role) + ") in "
+                        + setName + "; it is not used -- remove it from the member list");
                 continue;
             }
             if (sb.events < ref.events) {
@@ -92,7 +103,6 @@ public final class Raid5Assembler {
                         + "member, or remove it from the list");
                 continue;
             }
-            long needed = ref.dataOffsetSectors * 512 + ref.sizeSectors * 512;
             if (d.size() < needed || sb.dataOffsetSectors != ref.dataOffsetSectors) {
                 problems.add(d.name() + ": is " + d.size() + " bytes with data offset " + sb.dataOffsetSectors
                         + " sectors; the array needs " + needed + " bytes with data offset " + ref.dataOffsetSectors
@@ -111,8 +121,17 @@ public final class Raid5Assembler {
         }
         Raid5Array.Member[] roles = new Raid5Array.Member[ref.raidDisks];
         int absent = 0;
+        long resumeRows = 0;
         for (int r = 0; r < ref.raidDisks; r++) {
-            if (byRole[r] == null) {
+            if (byRole[r] != null && sbByRole[r].isRecovering()) {
+                Md1Superblock sb = sbByRole[r];
+                absent++;
+                resumeRows = sb.recoveryOffset / ref.chunkSectors;
+                problems.add(byRole[r].name() + ": was being rebuilt as member " + r + "; the rebuild resumes at "
+                        + "member sector " + resumeRows * ref.chunkSectors);
+                roles[r] = new Raid5Array.Member(r, byRole[r], byRole[r].name(), sb.devNumber, sb.deviceUuid,
+                        sb.dataSizeSectors, Raid5Status.MemberState.REBUILDING);
+            } else if (byRole[r] == null) {
                 absent++;
                 problems.add("role " + r + " of " + setName + " has no usable member (see above); the array is "
                         + "degraded without it -- replace the member");
@@ -128,16 +147,25 @@ public final class Raid5Assembler {
             throw new Raid5AssembleException("cannot start " + setName + ": " + absent + " of " + ref.raidDisks
                     + " members unavailable" + (absent == 1 ? " and degraded start is not allowed" : ""), problems);
         }
+        if (absent == 1 && !ref.isClean() && !options.startDirtyDegraded()) {
+            closeAll(devices, new boolean[count]);
+            throw new Raid5AssembleException("cannot start " + setName + ": it was not shut down cleanly AND is "
+                    + "degraded. Rows being written at the crash may have parity that does not match their data "
+                    + "(the RAID-5 write hole), and with a member missing such rows cannot be resynced: the missing "
+                    + "member's data there would be rebuilt wrong, silently. Bring the missing member back if you "
+                    + "can; otherwise start it anyway with start_dirty_degraded (Raid5Options.withStartDirtyDegraded) "
+                    + "and check the data written last", problems);
+        }
         closeAll(devices, used);
         for (String p : problems) {
             LOG.warn("assemble {}: {}", setName, p);
         }
         Md1Superblock template = ref.copy();
-        if (!template.isClean()) {
-            LOG.warn("assemble {}: the array was not shut down cleanly; rows being written then may have stale "
-                    + "parity -- run a resync (Raid5Array.resync) while all members are present", setName);
+        if (!template.isClean() && absent == 1) {
+            LOG.warn("assemble {}: started DIRTY and DEGRADED (start_dirty_degraded): rows written at the crash may "
+                    + "read back wrong from the missing member; check the data written last", setName);
         }
-        return new Raid5Array(template, roles, options, problems);
+        return new Raid5Array(template, roles, spares, resumeRows, options, problems);
     }
 
     /** The superblock with most events among the UUID shared by the most devices. */

@@ -44,6 +44,23 @@ public final class Raid5Files {
     }
 
     /**
+     * Adds the file at {@code path} to {@code array} as a spare (see {@link Raid5Array#addSpare}): an
+     * existing file or block device is used as it is (its old contents are overwritten); a missing one
+     * is created sparse with {@code bytes} bytes, or {@link Raid5Array#memberBytes()} when {@code bytes}
+     * is 0.
+     */
+    public static void addSpare(Raid5Array array, Path path, long bytes) throws IOException {
+        BlockDevice device = Files.exists(path) ? FileBlockDevice.open(path, 512, false, false)
+                : FileBlockDevice.create(path, bytes > 0 ? bytes : array.memberBytes(), 512);
+        try {
+            array.addSpare(device);
+        } catch (IOException | RuntimeException e) {
+            device.close();
+            throw e;
+        }
+    }
+
+    /**
      * Assembles the array on {@code paths} (any order). Paths that do not exist are reported as missing;
      * with one missing the array starts degraded (if the options allow).
      *

@@ -7,8 +7,13 @@ package io.stripestack.raid5;
  * @param checkParityOnReads verify the parity of every row a read touches (off by default)
  * @param ioThreads          member I/O threads; 0 = two per member, at least 4, at most 64
  * @param allowDegraded      whether assemble may start the array with one member missing, stale or foreign
+ * @param startDirtyDegraded whether assemble may start an array that was not shut down cleanly AND is
+ *                           degraded (md's {@code start_dirty_degraded}): rows written at the time of the
+ *                           crash may have stale parity, so the missing member's chunks in them can be
+ *                           rebuilt wrong (the RAID-5 write hole); off by default
  */
-public record Raid5Options(int stripeCacheRows, boolean checkParityOnReads, int ioThreads, boolean allowDegraded) {
+public record Raid5Options(int stripeCacheRows, boolean checkParityOnReads, int ioThreads, boolean allowDegraded,
+                           boolean startDirtyDegraded) {
     public Raid5Options {
         if (stripeCacheRows != 0) {
             StripeCache.checkCapacity(stripeCacheRows);
@@ -18,15 +23,24 @@ public record Raid5Options(int stripeCacheRows, boolean checkParityOnReads, int 
         }
     }
 
+    /** The settings without {@code startDirtyDegraded} (off). */
+    public Raid5Options(int stripeCacheRows, boolean checkParityOnReads, int ioThreads, boolean allowDegraded) {
+        this(stripeCacheRows, checkParityOnReads, ioThreads, allowDegraded, false);
+    }
+
     public static Raid5Options defaults() {
-        return new Raid5Options(0, false, 0, true);
+        return new Raid5Options(0, false, 0, true, false);
     }
 
     public Raid5Options withStripeCacheRows(int rows) {
-        return new Raid5Options(rows, checkParityOnReads, ioThreads, allowDegraded);
+        return new Raid5Options(rows, checkParityOnReads, ioThreads, allowDegraded, startDirtyDegraded);
     }
 
     public Raid5Options withAllowDegraded(boolean allow) {
-        return new Raid5Options(stripeCacheRows, checkParityOnReads, ioThreads, allow);
+        return new Raid5Options(stripeCacheRows, checkParityOnReads, ioThreads, allow, startDirtyDegraded);
+    }
+
+    public Raid5Options withStartDirtyDegraded(boolean force) {
+        return new Raid5Options(stripeCacheRows, checkParityOnReads, ioThreads, allowDegraded, force);
     }
 }

@@ -10,13 +10,21 @@ import java.util.List;
  * @param members   one entry per role, in role order
  * @param events    the superblock event counter
  * @param sizeBytes usable size of the array
+ * @param spares    hot spares (device names), waiting to replace a failed member
+ * @param sync      the background sync (resync, recovery, check, repair) and its progress
+ * @param mismatchCount md's {@code mismatch_cnt} of the last check or repair (512-byte sectors)
  */
 public record Raid5Status(String name, Health health, List<Member> members, long events, long sizeBytes,
-                          int chunkBytes, Raid5Layout layout) {
+                          int chunkBytes, Raid5Layout layout, List<String> spares, SyncProgress sync,
+                          long mismatchCount) {
 
     public enum Health { CLEAN, DEGRADED, FAILED }
 
-    public enum MemberState { ACTIVE, FAULTY, MISSING }
+    /**
+     * ACTIVE: in sync; REBUILDING: a replacement being rebuilt (valid below the recovery checkpoint only);
+     * FAULTY: failed, still attached; MISSING: no device (never found, or removed).
+     */
+    public enum MemberState { ACTIVE, FAULTY, MISSING, REBUILDING }
 
     /** @param device the member's name (its file), or null when missing */
     public record Member(int role, String device, MemberState state) { }
@@ -34,6 +42,11 @@ public record Raid5Status(String name, Health health, List<Member> members, long
                     s.append("(F)");
                 }
             }
+        }
+        for (String spare : spares) {
+            s.append(' ').append(spare).append("(S)");
+        }
+        for (Member m : members) {
             boolean active = m.state() == MemberState.ACTIVE;
             up += active ? 1 : 0;
             map.append(active ? 'U' : '_');
@@ -41,6 +54,10 @@ public record Raid5Status(String name, Health health, List<Member> members, long
         s.append("\n      ").append(sizeBytes / 1024).append(" blocks super 1.2 level 5, ")
                 .append(chunkBytes / 1024).append("k chunk, algorithm ").append(layout.mdNumber())
                 .append(" [").append(members.size()).append('/').append(up).append("] [").append(map).append(']');
+        String progress = sync.mdstatLine();
+        if (!progress.isEmpty()) {
+            s.append("\n      ").append(progress);
+        }
         return s.toString();
     }
 }
