@@ -77,6 +77,13 @@ class Raid5LifecycleTest {
             array.setSyncSpeedMin(1);
             array.setSyncSpeedMax(1500);         // ~2 s for 96 x 8 KiB: the workload overlaps the rebuild
             members.get(1).failNow();
+            array.failMember(1);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (!array.syncAction().equals("recover") && System.nanoTime() < deadline) {
+                Thread.sleep(1);
+            }
+            assertEquals(Raid5Status.MemberState.REBUILDING, array.status().members().get(1).state());
+            assertTrue(array.status().mdstat().contains("recovery ="), array.status().mdstat());
             AtomicBoolean rebuildSeen = new AtomicBoolean();
             ExecutorService pool = Executors.newFixedThreadPool(2);
             try {
@@ -111,7 +118,6 @@ class Raid5LifecycleTest {
                 pool.shutdownNow();
             }
             assertTrue(rebuildSeen.get(), "the workload never overlapped the rebuild");
-            assertTrue(array.status().mdstat().contains("recovery =") || !array.syncAction().equals("recover"));
             array.setSyncSpeedMax(Raid5Array.DEFAULT_SYNC_SPEED_MAX);
             await(array);
             Raid5Status status = array.status();
