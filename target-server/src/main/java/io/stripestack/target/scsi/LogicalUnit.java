@@ -571,10 +571,12 @@ public final class LogicalUnit {
         checkRange(lba, blocks);
         cmd.setCommandTransferLength(noDataOut ? -1 : blockSize);
         ByteBuf block = noDataOut ? null : requireExactDataOut(cmd, blockSize);
-        boolean zeroes = block == null || isZero(block, block.readerIndex(), blockSize);
         long stamp = writeOrder.readLock();
         try {
-            if (unmap && zeroes && device.discardZeroes()) {
+            // With UNMAP set, SBC lets the device server unmap each LBA instead of writing it, whatever the one
+            // block holds; only a discard that zero-fills is used, so that unmapped blocks read as LBPRZ=1 says
+            // (initiators send a zero block here; tgt and LIO unmap the same way).
+            if (unmap && device.discardZeroes()) {
                 device.discard(lba * blockSize, blocks * blockSize);
             } else {
                 writeRepeated(cmd, lba, blocks, block);

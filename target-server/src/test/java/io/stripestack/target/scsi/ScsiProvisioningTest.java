@@ -84,15 +84,38 @@ class ScsiProvisioningTest {
             assertEquals(1, device.stats().discardOps(), "zero block with UNMAP becomes a discard");
             assertArrayEquals(new byte[4096], h.run(read10(10, 8)).data(), "LBPRZ: reads zeros");
             byte[] block = pattern(512, 6);
+            h.run(write10(10, 2, false), repeat(block, 2)).assertGood();
             h.run(writeSame10(10, 2, true), block).assertGood();
-            assertEquals(1, device.stats().discardOps(), "non-zero data is written, not discarded");
-            assertArrayEquals(repeat(block, 2), h.run(read10(10, 2)).data());
+            assertEquals(2, device.stats().discardOps(), "UNMAP unmaps whatever the block holds");
+            assertArrayEquals(new byte[1024], h.run(read10(10, 2)).data(), "LBPRZ: reads zeros");
+            h.run(write10(10, 2, false), repeat(block, 2)).assertGood();
             h.run(writeSame16(10, 2, true, true), null).assertGood();
-            assertEquals(2, device.stats().discardOps(), "NDOB with UNMAP discards");
+            assertEquals(3, device.stats().discardOps(), "NDOB with UNMAP discards");
             assertArrayEquals(new byte[1024], h.run(read10(10, 2)).data());
             h.run(write10(10, 1, false), block).assertGood();
             h.run(writeSame16(10, 1, false, true), null).assertGood();
             assertArrayEquals(new byte[512], h.run(read10(10, 1)).data(), "NDOB without UNMAP writes zeros");
+        }
+    }
+
+    /**
+     * On a unit whose discard does not zero-fill (dm-crypt's leaves whatever the discarded ciphertext decrypts
+     * to), WRITE SAME with UNMAP writes the block it carries instead of discarding.
+     */
+    @Test
+    void writeSameWithUnmapWritesWhenDiscardDoesNotZeroFill() {
+        MemoryBlockDevice memory = new MemoryBlockDevice("m0", MIB, 512);
+        BlockDevice garbageAfterDiscard = new ShapedBlockDevice(memory, Geometry.simple(512), true) {
+            @Override
+            public boolean discardZeroes() {
+                return false;
+            }
+        };
+        try (ScsiHarness h = new ScsiHarness(garbageAfterDiscard, false)) {
+            byte[] block = pattern(512, 7);
+            h.run(writeSame10(30, 3, true), block).assertGood();
+            assertEquals(0, memory.stats().discardOps());
+            assertArrayEquals(repeat(block, 3), h.run(read10(30, 3)).data());
         }
     }
 
