@@ -327,6 +327,14 @@ public final class SoakRunner {
      * corrupted blocks found (also counted in {@link #stats()}).
      */
     public long verifyAll(int[] floor) throws IOException {
+        return verifyAll(device, floor);
+    }
+
+    /**
+     * {@link #verifyAll(int[])} through another device onto the same LUN, e.g. a new session after the target
+     * was killed and restarted (the crash test).
+     */
+    public long verifyAll(SoakDevice on, int[] floor) throws IOException {
         ByteBuffer buffer = ByteBuffer.allocateDirect(extentBlocks * BlockPattern.BLOCK);
         BlockPattern pattern = new BlockPattern(settings.seed(), buffer);
         long before = stats.corruptions();
@@ -339,7 +347,7 @@ public final class SoakRunner {
                 continue;
             }
             buffer.clear();
-            device.read((long) first * BlockPattern.BLOCK, buffer);
+            on.read((long) first * BlockPattern.BLOCK, buffer);
             for (int i = 0; i < extentBlocks; i++) {
                 int block = first + i;
                 verify(pattern, i * BlockPattern.BLOCK, block, floor == null ? table.acknowledged(block) : floor[block],
