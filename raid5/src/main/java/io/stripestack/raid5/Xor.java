@@ -169,28 +169,62 @@ public abstract class Xor {
 
     /**
      * Destination megabytes per second of {@code routine} XORing {@code sources} buffers of {@code bytes}
-     * into one, run for about {@code millis} ms (after one untimed warm-up pass).
+     * into one, run for about {@code millis} ms of wall time (after one untimed warm-up pass). The rate
+     * is per CPU second of this thread where the JVM can tell, so a loaded machine that deschedules
+     * the thread does not lower it.
      */
     public static long measure(Xor routine, int sources, int bytes, long millis) {
-        ByteBuffer dst = ByteBuffer.allocateDirect(bytes).order(ByteOrder.nativeOrder());
-        ByteBuffer[] srcs = new ByteBuffer[sources];
-        int[] idx = new int[sources];
-        for (int k = 0; k < sources; k++) {
-            srcs[k] = ByteBuffer.allocateDirect(bytes).order(ByteOrder.nativeOrder());
-            for (int i = 0; i < bytes; i += 8) {
-                srcs[k].putLong(i, i * 0x9E3779B97F4A7C15L + k);
+        return new Workload(sources, bytes).rate(routine, millis * 1_000_000L);
+    }
+
+    /** Buffers for measuring, filled once; plus the clock. Used by one thread. */
+    private static final class Workload {
+        private static final java.lang.management.ThreadMXBean THREADS =
+                java.lang.management.ManagementFactory.getThreadMXBean();
+        private final ByteBuffer dst;
+        private final ByteBuffer[] srcs;
+        private final int[] idx;
+        private final int bytes;
+        private final boolean cpuClock;
+
+        Workload(int sources, int bytes) {
+            this.bytes = bytes;
+            dst = ByteBuffer.allocateDirect(bytes).order(ByteOrder.nativeOrder());
+            srcs = new ByteBuffer[sources];
+            idx = new int[sources];
+            for (int k = 0; k < sources; k++) {
+                srcs[k] = ByteBuffer.allocateDirect(bytes).order(ByteOrder.nativeOrder());
+                for (int i = 0; i < bytes; i += 8) {
+                    srcs[k].putLong(i, i * 0x9E3779B97F4A7C15L + k);
+                }
             }
+            boolean cpu = false;
+            try {
+                cpu = THREADS.isCurrentThreadCpuTimeSupported() && THREADS.getCurrentThreadCpuTime() >= 0;
+            } catch (UnsupportedOperationException e) {
+                LOG.debug("xor: no thread CPU clock, measuring wall time");
+            }
+            cpuClock = cpu;
         }
-        routine.xorInto(dst, 0, srcs, idx, sources, bytes);
-        long deadline = System.nanoTime() + millis * 1_000_000L;
-        long start = System.nanoTime();
-        long done = 0;
-        do {
-            routine.xorInto(dst, 0, srcs, idx, sources, bytes);
-            done += bytes;
-        } while (System.nanoTime() < deadline);
-        long nanos = Math.max(1, System.nanoTime() - start);
-        return done * 1000L / nanos;
+
+        private long now() {
+            return cpuClock ? THREADS.getCurrentThreadCpuTime() : System.nanoTime();
+        }
+
+        /** MB/s of destination bytes over about {@code wallNanos} of wall time. */
+        long rate(Xor routine, long wallNanos) {
+            routine.xorInto(dst, 0, srcs, idx, srcs.length, bytes);
+            long deadline = System.nanoTime() + wallNanos;
+            long start = now();
+            long done = 0;
+            do {
+                routine.xorInto(dst, 0, srcs, idx, srcs.length, bytes);
+                done += bytes;
+            } while (System.nanoTime() < deadline);
+            long nanos = Math.max(1, now() - start);
+            return done * 1000L / nanos;
+        }
+
     }
 
     private static final class Selection {
@@ -198,17 +232,38 @@ public abstract class Xor {
         static final long BEST_MBPS;
 
         static {
-            // Like the kernel, keep each routine's best of several short runs. The rounds interleave the
-            // candidates so that all of them get JIT-compiled before the later rounds count: about
-            // 5 candidates x 12 rounds x 1 ms at start-up.
+            // Interpreted and C1 code is 10-100x slower than C2 code, and on a loaded machine the JIT's
+            // compiler threads lag behind: a figure taken too early is what made some runs log
+            // "58 MB/sec". So the candidates first run in interleaved 2 ms rounds until a sweep improves
+            // no routine's best by more than 5% and the JIT compiled nothing meanwhile, three sweeps in a
+            // row (or 1 s has passed); then each is measured in 5 more rounds, best of all, in CPU time.
+            // Four sources of 4 KiB: a typical parity update, in L1/L2.
             List<Xor> candidates = candidates();
+            Workload workload = new Workload(4, 4096);
             long[] best = new long[candidates.size()];
-            for (int round = 0; round < 12; round++) {
+            java.lang.management.CompilationMXBean jit = java.lang.management.ManagementFactory.getCompilationMXBean();
+            boolean jitVisible = jit != null && jit.isCompilationTimeMonitoringSupported();
+            long deadline = System.nanoTime() + 1_000_000_000L;
+            int quietSweeps = 0;
+            int sweeps = 0;
+            while (quietSweeps < 3 && System.nanoTime() < deadline) {
+                long compileMillis = jitVisible ? jit.getTotalCompilationTime() : 0;
+                boolean improved = false;
                 for (int c = 0; c < candidates.size(); c++) {
-                    // Four sources of 4 KiB: a typical parity update, small enough to stay in L1/L2.
-                    best[c] = Math.max(best[c], measure(candidates.get(c), 4, 4096, 1));
+                    long r = workload.rate(candidates.get(c), 2_000_000L);
+                    improved |= r * 20 > best[c] * 21;
+                    best[c] = Math.max(best[c], r);
+                }
+                boolean compiled = jitVisible && jit.getTotalCompilationTime() != compileMillis;
+                quietSweeps = improved || compiled ? 0 : quietSweeps + 1;
+                sweeps++;
+            }
+            for (int round = 0; round < 5; round++) {
+                for (int c = 0; c < candidates.size(); c++) {
+                    best[c] = Math.max(best[c], workload.rate(candidates.get(c), 2_000_000L));
                 }
             }
+            LOG.debug("xor: {} warm-up sweeps, {}", sweeps, quietSweeps >= 3 ? "stable" : "stopped at the 1 s bound");
             int winner = 0;
             StringBuilder report = new StringBuilder();
             for (int c = 0; c < candidates.size(); c++) {
