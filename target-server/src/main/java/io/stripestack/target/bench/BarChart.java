@@ -44,16 +44,6 @@ final class BarChart {
         values[seriesIndex][groupIndex] = Double.isNaN(value.median()) ? null : value;
     }
 
-    int barCount() {
-        int n = 0;
-        for (Stat[] row : values) {
-            for (Stat v : row) {
-                n += v == null ? 0 : 1;
-            }
-        }
-        return n;
-    }
-
     void write(Path file) throws IOException {
         Files.writeString(file, toSvg(), StandardCharsets.UTF_8);
     }

@@ -17,8 +17,6 @@ import java.util.concurrent.Callable;
 import java.util.stream.Stream;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.Spec;
-import picocli.CommandLine.Model.CommandSpec;
 
 /**
  * {@code stripestack bench}: builds temporary stacks on sparse files, runs the seed studies in this process
@@ -39,9 +37,6 @@ public final class BenchCommand implements Callable<Integer> {
             STUDIES.put(s.name(), s);
         }
     }
-
-    @Spec
-    CommandSpec spec;
 
     @Option(names = "--study", split = ",", paramLabel = "NAME",
             description = "study to run: alignment, raid5-vs-raid0, writes, xor or all (default all; repeat or comma-separate)")
@@ -98,7 +93,7 @@ public final class BenchCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--iscsi needs qemu-img with its iSCSI driver on the PATH (Debian: apt-get"
                     + " install qemu-utils), or run without --iscsi");
         }
-        PrintStream console = spec == null ? System.out : new PrintStream(System.out, true, StandardCharsets.UTF_8);
+        PrintStream console = System.out;
         List<String> header = new ArrayList<>();
         header.add("stripestack bench, " + Instant.now().truncatedTo(ChronoUnit.SECONDS));
         header.addAll(MachineInfo.describe());

@@ -45,18 +45,6 @@ final class ResultTable {
         this.columns = List.copyOf(columns);
     }
 
-    String title() {
-        return title;
-    }
-
-    List<Column> columns() {
-        return columns;
-    }
-
-    int rowCount() {
-        return rows.size();
-    }
-
     /** Adds a row: a String per TEXT column, a Number per NUMBER column, a Stat per STAT column. */
     void add(Object... cells) {
         if (cells.length != columns.size()) {
@@ -73,23 +61,6 @@ final class ResultTable {
             }
         }
         rows.add(cells.clone());
-    }
-
-    Stat stat(int row, String key) {
-        return (Stat) rows.get(row)[index(key)];
-    }
-
-    String text(int row, String key) {
-        return (String) rows.get(row)[index(key)];
-    }
-
-    private int index(String key) {
-        for (int c = 0; c < columns.size(); c++) {
-            if (columns.get(c).key().equals(key)) {
-                return c;
-            }
-        }
-        throw new IllegalArgumentException(title + " has no column " + key);
     }
 
     /** The aligned text table; statistics print as {@code median [min..max]}. */
