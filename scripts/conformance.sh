@@ -141,39 +141,44 @@ printf 'family\tsuite\ttest\tstatus\tmessage\n' >"$out"
 # else "passed". A [FAILED] line inside a test CUnit passed is a logged expectation of a helper, not a verdict.
 # A suite cut off by its timeout, or without CUnit's Run Summary, adds a failed row for the suite itself.
 parse_suite() { # family suite log exit_status
-  awk -F'\n' -v family="$1" -v suite="$2" -v rc="$4" -v limit="$suite_timeout" '
+  awk -v family="$1" -v suite="$2" -v rc="$4" -v limit="$suite_timeout" '
     function clean(s) { gsub(/\t/, " ", s); sub(/^[ \t]+/, "", s); sub(/[ \t]+$/, "", s); return s }
+    function row(status, msg) { printf "%s\t%s\t%s\t%s\t%s\n", family, suite, test, status, msg }
+    # A failed test without a [FAILED] line waits for the first assertion CUnit lists after its verdict.
+    function flush() { if (pending) { row("failed", assertmsg); pending = 0 } }
     function finish(verdict) {
-      status = verdict == "FAILED" ? "failed" : (skipmsg != "" ? "skipped" : "passed")
-      msg = status == "failed" ? (failmsg != "" ? failmsg : assertmsg) : (status == "skipped" ? skipmsg : "")
-      printf "%s\t%s\t%s\t%s\t%s\n", family, suite, test, status, msg
-      intest = 0; awaiting_assert = verdict == "FAILED"
+      intest = 0
+      if (verdict == "FAILED" && failmsg == "") { pending = 1; return }
+      row(verdict == "FAILED" ? "failed" : (skipmsg != "" ? "skipped" : "passed"),
+          verdict == "FAILED" ? failmsg : skipmsg)
     }
     # CUnit prints its verdict right after the last log line of a test; teardown logging may follow on that line.
     function verdict_of(s) { s = clean(s); return match(s, /^(passed|FAILED)([ \t]|$)/) ? substr(s, 1, 6) : "" }
     /^  Test: / {
       if (intest) { finish("FAILED") }
+      flush()
       line = $0; sub(/^  Test: /, "", line)
       split(line, parts, / \.\.\./); test = parts[1]
       rest = substr(line, length(test) + 5)
-      intest = 1; skipmsg = ""; failmsg = ""; assertmsg = ""; awaiting_assert = 0
+      intest = 1; skipmsg = ""; failmsg = ""; assertmsg = ""
       if ((v = verdict_of(rest)) != "") { finish(v); next }
       if (index(rest, "[SKIPPED]")) { skipmsg = clean(rest) }
       if (index(rest, "[FAILED]")) { failmsg = clean(rest) }
       next
     }
-    /^Run Summary:/ { summary = 1 }
+    /^Run Summary:/ { summary = 1; flush() }
     intest {
       if ((v = verdict_of($0)) != "") { finish(v); next }
       if (index($0, "[SKIPPED]") && skipmsg == "") { skipmsg = clean($0) }
       if (index($0, "[FAILED]") && failmsg == "") { failmsg = clean($0) }
       next
     }
-    awaiting_assert && /^ +[0-9]+\. / { assertmsg = clean($0); awaiting_assert = 0 }
+    pending && /^ +[0-9]+\. / { assertmsg = clean($0); flush() }
     END {
       if (intest) { failmsg = failmsg != "" ? failmsg : "no verdict (the suite stopped in this test)"; finish("FAILED") }
-      if (rc == 124) { printf "%s\t%s\t(suite)\tfailed\ttimed out after %s s\n", family, suite, limit }
-      else if (!summary) { printf "%s\t%s\t(suite)\tfailed\tno CUnit Run Summary (iscsi-test-cu exit status %s)\n", family, suite, rc }
+      flush()
+      if (rc == 124) { test = "(suite)"; row("failed", "timed out after " limit " s") }
+      else if (!summary) { test = "(suite)"; row("failed", "no CUnit Run Summary (iscsi-test-cu exit status " rc ")") }
     }' "$3"
 }
 

@@ -26,10 +26,10 @@ import org.slf4j.LoggerFactory;
  *   <li>Mode pages: {@link ModePages} (volatile WCE, MODE SELECT serialized on its monitor).</li>
  *   <li>Unit attentions: {@link UnitAttentions} (per-nexus queues with their own monitors).</li>
  *   <li>Reservations: {@link Reservations} (all state under its monitor, checked once per command).</li>
- *   <li>COMPARE AND WRITE atomicity: {@link #writeOrder}, a {@link StampedLock}. Every command that modifies
- *       the medium holds its read (shared) lock for the duration of its device writes, so ordinary writes
- *       run in parallel; COMPARE AND WRITE holds the write (exclusive) lock from its read to its write, so no
- *       other write can land between its compare and its write.</li>
+ *   <li>COMPARE AND WRITE and ORWRITE atomicity: {@link #writeOrder}, a {@link StampedLock}. Every command that
+ *       modifies the medium holds its read (shared) lock for the duration of its device writes, so ordinary
+ *       writes run in parallel; COMPARE AND WRITE and ORWRITE hold the write (exclusive) lock from their read to
+ *       their write, so no other write can land between the two.</li>
  * </ul>
  */
 public final class LogicalUnit {

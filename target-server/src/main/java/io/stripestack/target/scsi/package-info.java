@@ -10,7 +10,7 @@
  * device I/O. Per logical unit: mode pages (volatile WCE; MODE SELECT under the {@code ModePages} monitor),
  * unit attentions (one monitor per nexus queue), reservations (the {@code Reservations} monitor, skipped
  * lock-free while none exists), and a {@link java.util.concurrent.locks.StampedLock} that every writing
- * command holds shared and COMPARE AND WRITE holds exclusively. No lock is held across more than one
+ * command holds shared and the read-modify-write commands (COMPARE AND WRITE, ORWRITE) hold exclusively. No lock is held across more than one
  * logical unit, and none but the write-order lock is held during device I/O.
  *
  * <p>Errors leave as CHECK CONDITION with fixed-format sense data; nothing here throws to the transport.
