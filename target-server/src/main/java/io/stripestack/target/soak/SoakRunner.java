@@ -170,7 +170,7 @@ public final class SoakRunner {
                 }
             }
         } finally {
-            stopping = true;
+            stop();
             for (Thread t : threads) {
                 t.join();
             }
