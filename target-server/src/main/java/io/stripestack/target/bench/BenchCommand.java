@@ -26,9 +26,9 @@ import picocli.CommandLine.Option;
  * <p>Single-threaded command; the studies' I/O threads are their own.
  */
 @Command(name = "bench", mixinStandardHelpOptions = true,
-        description = {"Run the performance studies on temporary arrays built on files: alignment x encryption (seed 004),",
-                "RAID-5 vs RAID-0 reads (seed 000), full-stripe vs read-modify-write writes (seed 003), XOR routines",
-                "(seed 002). Prints tables and writes CSV and SVG charts. Figures are page-cache-backed unless --direct."})
+        description = "Run the performance studies on temporary arrays built on files: alignment x encryption (seed 004),"
+                + " RAID-5 vs RAID-0 reads (seed 000), full-stripe vs read-modify-write writes (seed 003), XOR routines"
+                + " (seed 002). Prints tables and writes CSV and SVG charts. Figures are page-cache-backed unless --direct.")
 public final class BenchCommand implements Callable<Integer> {
     private static final Map<String, Study> STUDIES = new LinkedHashMap<>();
 
