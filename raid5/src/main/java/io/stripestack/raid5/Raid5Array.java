@@ -1014,39 +1014,133 @@ public final class Raid5Array implements BlockDevice {
         }
     }
 
-    /** Runs one pass from row {@code from}; returns null when it completed, else why it stopped. */
+    /**
+     * Runs one pass from row {@code from} with {@value #SYNC_WORKERS} workers (this thread and a helper),
+     * so one row's member reads overlap another's XOR and write. Rows are taken in order and complete in
+     * order ({@link #completeSyncRow}); a worker stops taking rows when asked to stop, and finishes
+     * every row it took. Returns null when the pass completed, else why it stopped.
+     */
     private String runPass(SyncOp op, long from) {
+        SyncPass pass = new SyncPass(op, from);
+        Thread helper = new Thread(() -> syncWorker(pass), Thread.currentThread().getName() + "-2");
+        helper.setDaemon(true);
+        helper.start();
+        syncWorker(pass);
+        boolean interrupted = false;
+        while (helper.isAlive()) {
+            try {
+                helper.join();
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+        if (pass.error != null) {
+            return pass.error;
+        }
+        if (pass.watermark < rows) {
+            return closed ? "the array was closed" : failed ? "the array failed" : "stopped";
+        }
+        return null;
+    }
+
+    private static final int SYNC_WORKERS = 2;
+
+    /** One pass's shared state; {@code next} is atomic, the rest is guarded by the pass's monitor. */
+    private final class SyncPass {
+        final SyncOp op;
+        final java.util.concurrent.atomic.AtomicLong next;
+        final SpeedMeter meter;
+        long watermark;
+        long lastCheckpoint = System.nanoTime();
+        volatile String error;
+
+        SyncPass(SyncOp op, long from) {
+            this.op = op;
+            this.next = new java.util.concurrent.atomic.AtomicLong(from);
+            this.meter = new SpeedMeter(from);
+            this.watermark = from;
+        }
+
+        boolean stopping() {
+            return stopSync || closed || failed || error != null;
+        }
+    }
+
+    private void syncWorker(SyncPass pass) {
         Context ctx = contexts.get();
         RowWrite w = ctx.rowWrite;
-        SpeedMeter meter = new SpeedMeter(from);
-        long lastCheckpoint = System.nanoTime();
-        for (long row = from; row < rows; row++) {
-            if (stopSync || closed) {
-                return closed ? "the array was closed" : "stopped";
+        while (!pass.stopping()) {
+            long row = pass.next.getAndIncrement();
+            if (row >= rows) {
+                return;
             }
-            meter.throttle(row);
-            w.setSync(row, op);
+            pass.meter.throttle(pass);
+            w.setSync(row, pass);
             try {
                 submit(w, ctx);
             } catch (IOException e) {
-                LOG.error("{}: {} stopped at row {}: {}", name, op.label, row, e.getMessage());
-                return e.getMessage();
+                LOG.error("{}: {} stopped at row {}: {}", name, pass.op.label, row, e.getMessage());
+                pass.error = e.getMessage();
+            } finally {
+                w.pass = null;
             }
-            if (op == SyncOp.RECOVER && recoveredRows != row + 1) {
-                return "the rebuild was aborted";
+            if (pass.op == SyncOp.RECOVER && recoveredRows <= row && pass.error == null) {
+                pass.error = "the rebuild was aborted";
             }
-            if (op == SyncOp.RESYNC) {
-                resyncDoneRows = row + 1;
-            }
-            syncRow = row + 1;
-            if (op == SyncOp.RECOVER && System.nanoTime() - lastCheckpoint > CHECKPOINT_NANOS) {
-                synchronized (stateLock) {
-                    writeSuperblocksLocked(false);
-                }
-                lastCheckpoint = System.nanoTime();
+            if (pass.op == SyncOp.RECOVER && pass.error == null) {
+                checkpointRecovery(pass);
             }
         }
-        return null;
+    }
+
+    /** Writes the rebuild checkpoint to the superblocks about once a second. */
+    private void checkpointRecovery(SyncPass pass) {
+        synchronized (pass) {
+            if (System.nanoTime() - pass.lastCheckpoint < CHECKPOINT_NANOS) {
+                return;
+            }
+            pass.lastCheckpoint = System.nanoTime();
+        }
+        synchronized (stateLock) {
+            writeSuperblocksLocked(false);
+        }
+    }
+
+    /**
+     * Called by the owner of {@code row}'s slot once the row is done: waits until every earlier row of
+     * the pass is done, then moves the watermark (and, for recover, the checkpoint) past it. Returns
+     * false if the pass stopped with an error meanwhile (the row's result is then not counted).
+     */
+    private boolean completeSyncRow(SyncPass pass, long row, long mismatched) {
+        synchronized (pass) {
+            while (pass.watermark != row) {
+                if (pass.error != null || failed || closed
+                        || (pass.op == SyncOp.RECOVER && roles[failedRole < 0 ? 0 : failedRole].state
+                        != Raid5Status.MemberState.REBUILDING)) {
+                    return false;
+                }
+                try {
+                    pass.wait(10);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return false;
+                }
+            }
+            if (pass.op == SyncOp.RECOVER) {
+                recoveredRows = row + 1;
+            } else if (pass.op == SyncOp.RESYNC) {
+                resyncDoneRows = row + 1;
+            } else {
+                mismatchSectors += mismatched;
+            }
+            pass.watermark = row + 1;
+            syncRow = row + 1;
+            pass.notifyAll();
+            return true;
+        }
     }
 
     private static final long CHECKPOINT_NANOS = TimeUnit.SECONDS.toNanos(1);
@@ -1062,6 +1156,9 @@ public final class Raid5Array implements BlockDevice {
         }
         switch (op) {
             case RECOVER -> {
+                if (failedRole < 0 || roles[failedRole].state != Raid5Status.MemberState.REBUILDING) {
+                    return;                      // the new member failed after its last row
+                }
                 Member m = roles[failedRole];
                 m.state = Raid5Status.MemberState.ACTIVE;
                 failedRole = -1;
@@ -1099,8 +1196,12 @@ public final class Raid5Array implements BlockDevice {
             Arrays.fill(markRow, fromRow);
         }
 
-        void throttle(long row) {
-            while (!stopSync && !closed) {
+        synchronized void throttle(SyncPass pass) {
+            while (!pass.stopping()) {
+                long row;
+                synchronized (pass) {
+                    row = pass.watermark;
+                }
                 long now = System.nanoTime();
                 if (now - markTime[last] >= MARK_STEP) {
                     last = (last + 1) % MARKS;
@@ -1369,8 +1470,9 @@ public final class Raid5Array implements BlockDevice {
     // ----------------------------------------------------------------------------------------- writes
 
     /** One caller's write, discard or sync step on one row. Reused per thread. */
-    static final class RowWrite {
+    final class RowWrite {
         SyncOp op = SyncOp.WRITE;
+        SyncPass pass;
         long row;
         int inRow;
         int length;
@@ -1396,9 +1498,11 @@ public final class Raid5Array implements BlockDevice {
             this.op = SyncOp.ZERO;
         }
 
-        void setSync(long row, SyncOp sync) {
+        /** A step of {@code syncPass} on the row (processed by whichever thread owns the row's slot). */
+        void setSync(long row, SyncPass syncPass) {
             set(row, 0, 0, null, 0);
-            this.op = sync;
+            this.op = syncPass.op;
+            this.pass = syncPass;
         }
 
         boolean overlaps(RowWrite other) {
@@ -1645,8 +1749,8 @@ public final class Raid5Array implements BlockDevice {
         int target = -1;
         if (op == SyncOp.RECOVER) {
             target = failedRole;
-            if (target < 0 || roles[target].state != Raid5Status.MemberState.REBUILDING || recoveredRows != row) {
-                return;                          // the rebuild was aborted meanwhile; runPass sees it
+            if (target < 0 || roles[target].state != Raid5Status.MemberState.REBUILDING || recoveredRows > row) {
+                return;                          // the rebuild was aborted meanwhile; the pass sees it
             }
         } else if (failedRole >= 0) {
             throw new IOException(name + ": cannot " + op.label + " while degraded (member " + failedRole
@@ -1690,7 +1794,7 @@ public final class Raid5Array implements BlockDevice {
                 addRuns(writes, target, memberOffset, rebuilt, ctx.allBlocks, true);
                 runWrites(slot, writes, row);
                 if (roles[target].state == Raid5Status.MemberState.REBUILDING && failedRole == target) {
-                    recoveredRows = row + 1;
+                    completeSyncRow(w.pass, row, 0);
                 }
             } else {
                 ByteBuffer computed = ctx.parity();
@@ -1711,9 +1815,6 @@ public final class Raid5Array implements BlockDevice {
                     }
                 }
                 if (mismatchedPages > 0) {
-                    if (op != SyncOp.RESYNC) {
-                        mismatchSectors += mismatchedPages * (StripeCache.PAGE / 512L);
-                    }
                     LOG.debug("{}: {}: row {} has {} mismatching parity pages", name, op.label, row, mismatchedPages);
                     if (op != SyncOp.CHECK) {
                         stored.put(0, computed, 0, chunk);
@@ -1721,6 +1822,7 @@ public final class Raid5Array implements BlockDevice {
                         runWrites(slot, writes, row);
                     }
                 }
+                completeSyncRow(w.pass, row, op == SyncOp.RESYNC ? 0 : mismatchedPages * (StripeCache.PAGE / 512L));
             }
             keep = true;
         } finally {
