@@ -3,6 +3,8 @@ package io.stripestack.target.bench;
 import io.stripestack.raid5.Xor;
 import io.stripestack.target.bench.ResultTable.Column;
 import io.stripestack.target.config.Sizes;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
@@ -66,17 +68,19 @@ final class XorStudy implements Study {
                 group++;
             }
         }
-        StringBuilder copies = new StringBuilder("baseline, copying one direct buffer into another (ByteBuffer.put):");
+        StringBuilder copies = new StringBuilder("baseline, copying one direct buffer into another (ByteBuffer.put),"
+                + " per CPU second:");
         for (int size : sizes) {
             copies.append(String.format(java.util.Locale.ROOT, " %s %.0f MB/s;", Sizes.format(size),
                     copySpeed(size, s).median()));
         }
         List<String> notes = List.of(copies.toString(),
-                "Xor.best() chose " + chosen.name() + " at start-up (" + chosenMbps + " MB/s, 4 sources of 4 KiB, best of 12"
-                        + " 1-ms rounds)",
+                "Xor.best() chose " + chosen.name() + " when the JVM started (" + chosenMbps + " MB/s as it measured and"
+                        + " logged it)",
                 "each figure: one warm-up round of " + s.xorMillis() + " ms per routine, then " + s.repeat()
                         + " interleaved rounds of " + s.xorMillis() + " ms each; MB/s counts destination bytes"
-                        + " (sources x that many were read)");
+                        + " (sources x that many were read) per CPU second of the measuring thread (Xor.measure), so a"
+                        + " busy machine lowers them less than wall-clock rates");
         return new Result(table, chart, notes);
     }
 
@@ -110,20 +114,24 @@ final class XorStudy implements Study {
         return stats;
     }
 
-    /** MB/s of copying one direct buffer into another, the baseline a parity computation competes with. */
+    /**
+     * MB/s of copying one direct buffer into another, per CPU second of this thread like {@link Xor#measure}:
+     * the baseline a parity computation competes with.
+     */
     private static Stat copySpeed(int size, BenchSettings s) {
         ByteBuffer src = ByteBuffer.allocateDirect(size);
         ByteBuffer dst = ByteBuffer.allocateDirect(size);
+        ThreadMXBean threads = ManagementFactory.getThreadMXBean();
         double[] runs = new double[s.repeat() + 1];
         for (int i = 0; i < runs.length; i++) {
             long copied = 0;
-            long start = System.nanoTime();
-            long deadline = start + s.xorMillis() * 1_000_000L;
+            long cpuStart = threads.getCurrentThreadCpuTime();
+            long deadline = System.nanoTime() + s.xorMillis() * 1_000_000L;
             do {
                 dst.put(0, src, 0, size);
                 copied += size;
             } while (System.nanoTime() < deadline);
-            runs[i] = copied * 1000.0 / Math.max(1, System.nanoTime() - start);
+            runs[i] = copied * 1000.0 / Math.max(1, threads.getCurrentThreadCpuTime() - cpuStart);
         }
         return Stat.of(java.util.Arrays.copyOfRange(runs, 1, runs.length));
     }
