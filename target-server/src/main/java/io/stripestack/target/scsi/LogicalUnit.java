@@ -52,7 +52,7 @@ public final class LogicalUnit {
     static final int MAX_WRITE_SAME_BLOCKS = 0xFFFF;
     /** How much of the medium one GET LBA STATUS reads to tell zero-filled (deallocated) blocks from mapped ones. */
     static final int LBA_STATUS_SCAN_BYTES = 1 << 20;
-    static final int MAX_LBA_STATUS_DESCRIPTORS = 256;
+    private static final int MAX_LBA_STATUS_DESCRIPTORS = 256;
     private static final int LBA_STATUS_DESCRIPTOR_LENGTH = 16;
     /** PROVISIONING STATUS of an LBA status descriptor (SBC-3 table 59). */
     private static final int LBA_MAPPED = 0;
@@ -153,7 +153,6 @@ public final class LogicalUnit {
     long maxUnmapBlocks() {
         return MAX_UNMAP_BLOCKS;
     }
-
 
     UnitAttentions unitAttentions() {
         return unitAttentions;
