@@ -21,6 +21,7 @@ import io.stripestack.target.config.StripestackConfig.LunConfig;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -40,10 +41,15 @@ final class StackBuilder {
     private StackBuilder() {
     }
 
-    /** Creates the array if none of its members exists and a size is configured, else assembles it. */
+    /**
+     * Creates the array if none of its members exists and a size is configured, else assembles it from
+     * the members' (and existing spares') superblocks. Configured spares that do not exist yet are created
+     * and added as hot spares.
+     */
     static Raid5Array openArray(ArrayConfig c, Raid5Options options) throws IOException {
         List<Path> members = c.members();
         long existing = members.stream().filter(Files::exists).count();
+        Raid5Array array;
         if (existing == 0) {
             if (c.createMemberSize() <= 0) {
                 throw new IOException("array " + c.name() + ": none of its member files exists (" + members
@@ -51,16 +57,28 @@ final class StackBuilder {
             }
             Raid5Config rc = Raid5Config.defaults(c.name()).withChunk(c.chunkBytes())
                     .withLayout(Raid5Layout.parse(c.layout()));
-            Raid5Array array = Raid5Files.create(members, c.createMemberSize(), rc, options);
+            array = Raid5Files.create(members, c.createMemberSize(), rc, options);
             log.info("array {}: created on {} members of {} (chunk {} KiB, {})", c.name(), members.size(),
                     c.createMemberSize(), c.chunkBytes() / 1024, c.layout());
-            return array;
+        } else {
+            List<Path> present = new ArrayList<>(members);
+            c.spares().stream().filter(Files::exists).forEach(present::add);
+            array = Raid5Files.assemble(present, options, c.direct());
+            for (String problem : array.assemblyProblems()) {
+                log.warn("array {}: {}", c.name(), problem);
+            }
+            log.info("array {}: assembled, {}", c.name(), array.status().health());
         }
-        Raid5Array array = Raid5Files.assemble(members, options, c.direct());
-        for (String problem : array.assemblyProblems()) {
-            log.warn("array {}: {}", c.name(), problem);
+        try {
+            for (Path spare : c.spares()) {
+                if (!Files.exists(spare)) {
+                    Raid5Files.addSpare(array, spare, 0);
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            array.close();
+            throw e;
         }
-        log.info("array {}: assembled, {}", c.name(), array.status().health());
         return array;
     }
 

@@ -35,8 +35,10 @@ final class StatusReport {
         StringBuilder out = new StringBuilder("Personalities : [raid5]\n");
         for (Raid5Array array : arrays.values()) {
             out.append(array.status().mdstat()).append('\n');
-            out.append(String.format(Locale.ROOT, "      stripe_cache_size %d, check_parity_on_reads %d%n",
-                    array.stripeCacheSize(), array.checkParityOnReads() ? 1 : 0));
+            out.append(String.format(Locale.ROOT,
+                    "      stripe_cache_size %d, check_parity_on_reads %d, sync_action %s, mismatch_cnt %d, sync_speed_min/max %d/%d K/sec%n",
+                    array.stripeCacheSize(), array.checkParityOnReads() ? 1 : 0, array.syncAction(), array.mismatchCount(),
+                    array.syncSpeedMin(), array.syncSpeedMax()));
         }
         out.append('\n');
         out.append(String.format(Locale.ROOT, "%-44s %9s %9s %9s %9s %7s%n", "Device", "r/s", "rMB/s", "w/s",

@@ -3,7 +3,10 @@ package io.stripestack.target.server;
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.readahead.ReadaheadBudget;
 import io.stripestack.raid5.Raid5Array;
+import io.stripestack.raid5.Raid5Files;
 import io.stripestack.raid5.Raid5Options;
+import io.stripestack.raid5.Raid5Status;
+import io.stripestack.raid5.SyncProgress;
 import io.stripestack.target.config.StripestackConfig;
 import io.stripestack.target.config.StripestackConfig.ArrayConfig;
 import io.stripestack.target.config.StripestackConfig.LunConfig;
@@ -22,6 +25,7 @@ import io.stripestack.target.scsi.ScsiTarget;
 import java.io.Closeable;
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -108,17 +112,14 @@ public final class StripestackServer implements Closeable {
 
     private void startAll() throws IOException {
         for (ArrayConfig ac : config.arrays().values()) {
-            Raid5Options options = Raid5Options.defaults().withAllowDegraded(true);
-            if (ac.stripeCacheSize() > 0) {
-                options = options.withStripeCacheRows(ac.stripeCacheSize());
-            }
+            Raid5Options options = new Raid5Options(ac.stripeCacheSize(), ac.checkParityOnReads(), 0, true,
+                    ac.startDirtyDegraded());
             if (ac.members().stream().noneMatch(java.nio.file.Files::exists)) {
                 createdArrays.add(ac.name());
             }
             Raid5Array array = StackBuilder.openArray(ac, options);
             arrays.put(ac.name(), array);
-            array.setCheckParityOnReads(ac.checkParityOnReads());
-            registerArrayControls(ac.name(), array);
+            registerArrayControls(ac, array);
         }
         readaheadBudget = new ReadaheadBudget(config.server().readaheadBudget());
         for (TargetConfig tc : config.targets()) {
@@ -224,9 +225,12 @@ public final class StripestackServer implements Closeable {
         return s.toString();
     }
 
-    private void registerArrayControls(String name, Raid5Array array) {
+    private void registerArrayControls(ArrayConfig ac, Raid5Array array) {
+        String name = ac.name();
         registry.register(name + "/level", ControlAttribute.readOnly(() -> "raid5"));
         registry.register(name + "/array_state", ControlAttribute.readOnly(() -> array.status().health().name().toLowerCase()));
+        registry.register(name + "/degraded", ControlAttribute.readOnly(() -> Long.toString(array.status().members()
+                .stream().filter(m -> m.state() != Raid5Status.MemberState.ACTIVE).count())));
         registry.register(name + "/raid_disks", ControlAttribute.readOnly(() -> Integer.toString(array.memberCount())));
         registry.register(name + "/chunk_size", ControlAttribute.readOnly(() -> Integer.toString(array.chunkBytes())));
         registry.register(name + "/layout", ControlAttribute.readOnly(() -> array.layout().toString()));
@@ -235,28 +239,65 @@ public final class StripestackServer implements Closeable {
                 array::setStripeCacheSize, 1, 32768));
         registry.register(name + "/check_parity_on_reads", ControlAttribute.ofBoolean(array::checkParityOnReads,
                 array::setCheckParityOnReads));
-        registry.register(name + "/fail", new ControlAttribute() {
+        registry.register(name + "/sync_action", action(array::syncAction, array::setSyncAction));
+        registry.register(name + "/sync_completed", ControlAttribute.readOnly(() -> {
+            SyncProgress p = array.syncProgress();
+            return p.running() ? p.doneSectors() + " / " + p.totalSectors() : "none";
+        }));
+        registry.register(name + "/sync_speed", ControlAttribute.readOnly(() -> Long.toString(array.syncProgress().speedKiBps())));
+        registry.register(name + "/sync_speed_min", ControlAttribute.ofInt(array::syncSpeedMin, array::setSyncSpeedMin,
+                1, Integer.MAX_VALUE));
+        registry.register(name + "/sync_speed_max", ControlAttribute.ofInt(array::syncSpeedMax, array::setSyncSpeedMax,
+                1, Integer.MAX_VALUE));
+        registry.register(name + "/mismatch_cnt", ControlAttribute.readOnly(() -> Long.toString(array.mismatchCount())));
+        registry.register(name + "/fail", memberAction(array, "failing", array::failMember));
+        registry.register(name + "/remove", memberAction(array, "removing", array::removeMember));
+        registry.register(name + "/add", action(() -> "", path -> {
+            Path spare = config.dataDir().resolve(path.trim());
+            try {
+                Raid5Files.addSpare(array, spare, 0);
+            } catch (IOException e) {
+                throw new IllegalStateException("adding " + spare + " to " + name + ": " + e.getMessage(), e);
+            }
+        }));
+    }
+
+    /** An attribute whose value is a word and whose setter does something (sysfs "action" files). */
+    private static ControlAttribute action(java.util.function.Supplier<String> getter,
+            java.util.function.Consumer<String> setter) {
+        return new ControlAttribute() {
             @Override
             public String get() {
-                return "";
+                return getter.get();
             }
 
             @Override
             public void set(String value) {
-                int role;
-                try {
-                    role = Integer.parseInt(value.trim());
-                } catch (NumberFormatException e) {
-                    throw new IllegalArgumentException("'" + value + "' is not a member role (0.." + (array.memberCount() - 1) + ")");
-                }
-                if (role < 0 || role >= array.memberCount()) {
-                    throw new IllegalArgumentException("role " + role + " is out of range (0.." + (array.memberCount() - 1) + ")");
-                }
-                try {
-                    array.failMember(role);
-                } catch (IOException e) {
-                    throw new IllegalStateException("failing member " + role + " of " + name + ": " + e.getMessage(), e);
-                }
+                setter.accept(value.trim());
+            }
+        };
+    }
+
+    private interface MemberOperation {
+        void apply(int role) throws IOException;
+    }
+
+    /** md0/fail, md0/remove: take a member role (0..n-1). */
+    private static ControlAttribute memberAction(Raid5Array array, String verb, MemberOperation operation) {
+        return action(() -> "", value -> {
+            int role;
+            try {
+                role = Integer.parseInt(value);
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("'" + value + "' is not a member role (0.." + (array.memberCount() - 1) + ")");
+            }
+            if (role < 0 || role >= array.memberCount()) {
+                throw new IllegalArgumentException("role " + role + " is out of range (0.." + (array.memberCount() - 1) + ")");
+            }
+            try {
+                operation.apply(role);
+            } catch (IOException e) {
+                throw new IllegalStateException(verb + " member " + role + " of " + array.name() + ": " + e.getMessage(), e);
             }
         });
     }
