@@ -1,6 +1,9 @@
 package io.stripestack.blockdev.readahead;
 
+import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.FileBlockDevice;
+import io.stripestack.blockdev.Geometry;
+import io.stripestack.blockdev.IoStats;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -13,15 +16,18 @@ import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * A quick comparison over a temporary file, printed as a table: sequential 128 KiB reads at queue depth 1
- * with readahead off and on, 4 MiB reads, and random 4 KiB reads with readahead off and on. It shows the
+ * A quick comparison over a temporary file: sequential 128 KiB reads at queue depth 1 with readahead off,
+ * 1 MiB and 4 MiB against 4 MiB reads, and random 4 KiB reads with readahead off and on. It shows the
  * stage's effect on request sizes below and its overhead; it is no disk benchmark (see docs/readahead.md).
  *
- * <p>On a shared machine single runs are noisy, so the workloads run in rounds, interleaved, and the
- * summary gives each workload's median and the median of the per-round ratios the goals are stated in
- * (128 KiB through the stage against 4 MiB reads of the same round; random with readahead on against off).
+ * <p>Built for a shared, loaded machine, where throughput drifts by a factor of two within seconds: the
+ * variants being compared run interleaved, in small paired pieces, so that each ratio compares pieces run
+ * moments apart. Sequential: the file is cut into regions; every variant reads each region (a fresh
+ * stream, so ramp-up counts), in an order rotated from region to region. Random: batches of reads with
+ * readahead on and off alternate. Each variant keeps its own stage over its own open file for the whole
+ * run. The summary gives the median of the per-region (per-batch-pair) ratios and each variant's total.
  *
- * <p>Usage: {@code ReadaheadBench [file-MiB (default 128)] [directory (default java.io.tmpdir)] [--direct]
+ * <p>Usage: {@code ReadaheadBench [file-MiB (default 256)] [directory (default java.io.tmpdir)] [--direct]
  * [--rounds=N (default 3)] [--probe]}. {@code --direct} opens the file with O_DIRECT, so reads below
  * bypass the page cache; {@code --probe} first measures the file itself at several read sizes and queue
  * depths 1 and 2, which shows what the device below gives the prefetch reads.
@@ -29,28 +35,139 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class ReadaheadBench {
     private static final int KIB = 1024;
     private static final int MIB = 1024 * KIB;
-    private static final int RANDOM_READS = 20_000;
+    private static final long REGION_BYTES = 32L * MIB;
+    private static final int RANDOM_BATCHES = 40;
+    private static final int RANDOM_BATCH_READS = 250;
 
-    private final Path file;
-    private final boolean direct;
+    /** The file, opened once: a process may open a member file only once. */
+    private final FileBlockDevice shared;
     private final ReadaheadBudget budget = new ReadaheadBudget(64L * MIB);
 
-    private ReadaheadBench(Path file, boolean direct) {
-        this.file = file;
-        this.direct = direct;
+    private ReadaheadBench(Path file, boolean direct) throws IOException {
+        this.shared = FileBlockDevice.open(file, 4096, direct, true);
     }
 
-    /** One line of the table: a request size and pattern at one read_ahead_kb. */
-    private record Workload(String label, int requestBytes, long readAheadKb, boolean random) {
+    /** One variant's view of the shared file: counts that variant's reads below and leaves the file open on close. */
+    private static final class CountingView implements BlockDevice {
+        private final BlockDevice file;
+        private final IoStats stats;
+
+        CountingView(BlockDevice file, String label) {
+            this.file = file;
+            this.stats = new IoStats("bench:" + label);
+        }
+
+        @Override
+        public String name() {
+            return file.name();
+        }
+
+        @Override
+        public long size() {
+            return file.size();
+        }
+
+        @Override
+        public int logicalBlockSize() {
+            return file.logicalBlockSize();
+        }
+
+        @Override
+        public Geometry geometry() {
+            return file.geometry();
+        }
+
+        @Override
+        public void read(long offset, ByteBuffer dst) throws IOException {
+            int length = dst.remaining();
+            long started = stats.startIo();
+            file.read(offset, dst);
+            stats.endRead(started, length);
+        }
+
+        @Override
+        public void write(long offset, ByteBuffer src) throws IOException {
+            throw new IOException(name() + " is read-only in the bench");
+        }
+
+        @Override
+        public void flush() {
+        }
+
+        @Override
+        public IoStats stats() {
+            return stats;
+        }
+
+        @Override
+        public void close() {
+        }
     }
 
-    private static final Workload SEQ_OFF = new Workload("sequential 128 KiB, readahead off", 128 * KIB, 0, false);
-    private static final Workload SEQ_1M = new Workload("sequential 128 KiB, readahead 1 MiB", 128 * KIB, 1024, false);
-    private static final Workload SEQ_4M = new Workload("sequential 128 KiB, readahead 4 MiB", 128 * KIB, 4096, false);
-    private static final Workload LARGE = new Workload("sequential 4 MiB, readahead off", 4 * MIB, 0, false);
-    private static final Workload RANDOM_OFF = new Workload("random 4 KiB, readahead off", 4 * KIB, 0, true);
-    private static final Workload RANDOM_ON = new Workload("random 4 KiB, readahead 1 MiB", 4 * KIB, 1024, true);
-    private static final List<Workload> WORKLOADS = List.of(SEQ_OFF, SEQ_1M, SEQ_4M, LARGE, RANDOM_OFF, RANDOM_ON);
+    /** A request size at one read_ahead_kb, with its own stage and file, and the time it has spent. */
+    private final class Variant implements AutoCloseable {
+        final String label;
+        final int requestBytes;
+        final long readAheadKb;
+        final CountingView member;
+        final ReadaheadBlockDevice device;
+        final ByteBuffer buffer;
+        long nanos;
+        long bytes;
+        long requests;
+
+        Variant(String label, int requestBytes, long readAheadKb) throws IOException {
+            this.label = label;
+            this.requestBytes = requestBytes;
+            this.readAheadKb = readAheadKb;
+            this.member = new CountingView(shared, label);
+            this.device = new ReadaheadBlockDevice(member, budget);
+            this.buffer = alignedBuffer(requestBytes);
+            device.setReadAheadKb(readAheadKb);
+        }
+
+        /** Reads {@code [from, to)} sequentially as a fresh stream; returns MiB/s. */
+        double readRegion(long from, long to) throws IOException {
+            long started = System.nanoTime();
+            for (long at = from; at < to; at += requestBytes) {
+                device.read(at, buffer.clear());
+            }
+            long took = System.nanoTime() - started;
+            // Restart the streams and return what the region left prefetched, so each region starts cold.
+            device.setReadAheadKb(readAheadKb);
+            return account(to - from, (to - from) / requestBytes, took);
+        }
+
+        /** Reads {@code count} requests at random aligned offsets; returns MiB/s. */
+        double readRandom(SplittableRandom offsets, int count) throws IOException {
+            long slots = device.size() / requestBytes;
+            long started = System.nanoTime();
+            for (int i = 0; i < count; i++) {
+                device.read(offsets.nextLong(slots) * requestBytes, buffer.clear());
+            }
+            return account((long) count * requestBytes, count, System.nanoTime() - started);
+        }
+
+        private double account(long readBytes, long readRequests, long took) {
+            nanos += took;
+            bytes += readBytes;
+            requests += readRequests;
+            return readBytes / (double) MIB / (took / 1e9);
+        }
+
+        void printTotal() {
+            long readsBelow = member.stats().readOps();
+            double avgBelowKib = readsBelow == 0 ? 0 : member.stats().readBytes() / (double) readsBelow / KIB;
+            double hitPercent = 100.0 * device.stats().layerCounter("readahead_hits") / requests;
+            System.out.printf("%-36s %10.1f %12d %14.1f %8.1f%n", label, bytes / (double) MIB / (nanos / 1e9),
+                    readsBelow, avgBelowKib, hitPercent);
+        }
+
+        @Override
+        public void close() throws IOException {
+            device.close();
+        }
+    }
 
     public static void main(String[] args) throws Exception {
         List<String> positional = new ArrayList<>();
@@ -71,7 +188,11 @@ public final class ReadaheadBench {
                 positional.add(arg);
             }
         }
-        long fileBytes = (positional.size() > 0 ? Long.parseLong(positional.get(0)) : 128) * MIB;
+        long fileBytes = (positional.size() > 0 ? Long.parseLong(positional.get(0)) : 256) * MIB;
+        if (fileBytes % REGION_BYTES != 0) {
+            throw new IllegalArgumentException("file of " + fileBytes / MIB + " MiB: must be a multiple of the "
+                    + REGION_BYTES / MIB + " MiB region");
+        }
         Path dir = Paths.get(positional.size() > 1 ? positional.get(1) : System.getProperty("java.io.tmpdir"));
         Path file = Files.createTempFile(dir, "readahead-bench", ".img");
         try {
@@ -82,7 +203,9 @@ public final class ReadaheadBench {
             if (probe) {
                 bench.probe();
             }
-            bench.rounds(rounds);
+            bench.sequential(rounds);
+            bench.random(rounds);
+            bench.shared.close();
         } finally {
             Files.deleteIfExists(file);
         }
@@ -103,111 +226,112 @@ public final class ReadaheadBench {
         }
     }
 
+    /** Exactly {@code bytes} long (alignedSlice alone may leave up to a page more) and page-aligned for O_DIRECT. */
+    private static ByteBuffer alignedBuffer(int bytes) {
+        return ByteBuffer.allocateDirect(bytes + 4096).alignedSlice(4096).slice(0, bytes);
+    }
+
     /** Sequential reads of the file itself, {@code depth} requests outstanding (one thread each). */
     private void probe() throws Exception {
         System.out.printf("%nthe file itself, sequential reads (MiB/s)%n%-10s %10s %10s%n", "size", "qd 1", "qd 2");
         for (int size : new int[] {128 * KIB, 512 * KIB, MIB, 2 * MIB, 4 * MIB}) {
             System.out.printf("%-10s %10.1f %10.1f%n", size / KIB + " KiB", probe(size, 1), probe(size, 2));
         }
-        System.out.println();
     }
 
     private double probe(int size, int depth) throws Exception {
-        try (FileBlockDevice member = FileBlockDevice.open(file, 4096, direct, true)) {
-            long requests = member.size() / size;
-            AtomicLong nextRequest = new AtomicLong();
-            Thread[] threads = new Thread[depth];
-            Exception[] failure = new Exception[1];
-            long started = System.nanoTime();
-            for (int t = 0; t < depth; t++) {
-                threads[t] = new Thread(() -> {
-                    ByteBuffer buffer = ByteBuffer.allocateDirect(size + 4096).alignedSlice(4096);
-                    try {
-                        for (long i = nextRequest.getAndIncrement(); i < requests; i = nextRequest.getAndIncrement()) {
-                            member.read(i * size, buffer.clear());
-                        }
-                    } catch (IOException e) {
-                        failure[0] = e;
+        long requests = shared.size() / size;
+        AtomicLong nextRequest = new AtomicLong();
+        Thread[] threads = new Thread[depth];
+        Exception[] failure = new Exception[1];
+        long started = System.nanoTime();
+        for (int t = 0; t < depth; t++) {
+            threads[t] = new Thread(() -> {
+                ByteBuffer buffer = alignedBuffer(size);
+                try {
+                    for (long i = nextRequest.getAndIncrement(); i < requests; i = nextRequest.getAndIncrement()) {
+                        shared.read(i * size, buffer.clear());
                     }
-                });
-                threads[t].start();
+                } catch (IOException e) {
+                    failure[0] = e;
+                }
+            });
+            threads[t].start();
+        }
+        for (Thread thread : threads) {
+            thread.join();
+        }
+        if (failure[0] != null) {
+            throw failure[0];
+        }
+        return requests * (double) size / MIB / ((System.nanoTime() - started) / 1e9);
+    }
+
+    private void sequential(int rounds) throws IOException {
+        try (Variant off = new Variant("sequential 128 KiB, readahead off", 128 * KIB, 0);
+             Variant oneMib = new Variant("sequential 128 KiB, readahead 1 MiB", 128 * KIB, 1024);
+             Variant fourMib = new Variant("sequential 128 KiB, readahead 4 MiB", 128 * KIB, 4096);
+             Variant large = new Variant("sequential 4 MiB, readahead off", 4 * MIB, 0)) {
+            Variant[] variants = {off, oneMib, fourMib, large};
+            long regions = off.device.size() / REGION_BYTES;
+            int samples = (int) (rounds * regions);
+            double[][] ratios = new double[variants.length - 1][samples];
+            double[] mibPerSecond = new double[variants.length];
+            int sample = 0;
+            for (int round = 0; round < rounds; round++) {
+                for (long region = 0; region < regions; region++, sample++) {
+                    for (int k = 0; k < variants.length; k++) {
+                        int v = (int) ((k + region + round) % variants.length);
+                        mibPerSecond[v] = variants[v].readRegion(region * REGION_BYTES, (region + 1) * REGION_BYTES);
+                    }
+                    for (int v = 0; v < variants.length - 1; v++) {
+                        ratios[v][sample] = mibPerSecond[v] / mibPerSecond[variants.length - 1];
+                    }
+                }
             }
-            for (Thread thread : threads) {
-                thread.join();
+            System.out.printf("%nsequential, queue depth 1: each variant reads every %d MiB region, in rotated order%n",
+                    REGION_BYTES / MIB);
+            printHeader();
+            for (Variant variant : variants) {
+                variant.printTotal();
             }
-            if (failure[0] != null) {
-                throw failure[0];
+            for (int v = 0; v < variants.length - 1; v++) {
+                printRatio(variants[v].label + " / 4 MiB reads", ratios[v]);
             }
-            return requests * (double) size / MIB / ((System.nanoTime() - started) / 1e9);
         }
     }
 
-    private void rounds(int rounds) throws IOException {
-        double[][] mibPerSecond = new double[WORKLOADS.size()][rounds];
-        System.out.printf("%-5s %-36s %10s %10s %12s %14s %10s%n",
-                "round", "workload", "MiB/s", "reads/s", "reads below", "avg below KiB", "hit %");
-        for (int round = 0; round < rounds; round++) {
-            for (int w = 0; w < WORKLOADS.size(); w++) {
-                mibPerSecond[w][round] = run(round, WORKLOADS.get(w));
+    private void random(int rounds) throws IOException {
+        try (Variant off = new Variant("random 4 KiB, readahead off", 4 * KIB, 0);
+             Variant on = new Variant("random 4 KiB, readahead 1 MiB", 4 * KIB, 1024)) {
+            int samples = rounds * RANDOM_BATCHES / 2;
+            double[] ratios = new double[samples];
+            SplittableRandom offsets = new SplittableRandom(2);
+            for (int sample = 0; sample < samples; sample++) {
+                // Both orders in each sample: two batches of each, on-off then off-on.
+                double onFirst = on.readRandom(offsets, RANDOM_BATCH_READS) / off.readRandom(offsets, RANDOM_BATCH_READS);
+                double offFirst = 1 / (off.readRandom(offsets, RANDOM_BATCH_READS) / on.readRandom(offsets, RANDOM_BATCH_READS));
+                ratios[sample] = Math.sqrt(onFirst * offFirst);
             }
+            System.out.printf("%nrandom, queue depth 1: batches of %d reads with readahead on and off alternate%n",
+                    RANDOM_BATCH_READS);
+            printHeader();
+            off.printTotal();
+            on.printTotal();
+            printRatio("random 4 KiB on / off", ratios);
         }
-        System.out.printf("%nmedians of %d rounds%n", rounds);
-        for (int w = 0; w < WORKLOADS.size(); w++) {
-            System.out.printf("%-42s %10.1f MiB/s%n", WORKLOADS.get(w).label(), median(mibPerSecond[w]));
-        }
-        printRatio("sequential 128 KiB at 1 MiB / 4 MiB reads", mibPerSecond, SEQ_1M, LARGE);
-        printRatio("sequential 128 KiB at 4 MiB / 4 MiB reads", mibPerSecond, SEQ_4M, LARGE);
-        printRatio("sequential 128 KiB off / 4 MiB reads", mibPerSecond, SEQ_OFF, LARGE);
-        printRatio("random 4 KiB on / off", mibPerSecond, RANDOM_ON, RANDOM_OFF);
     }
 
-    private static void printRatio(String label, double[][] mibPerSecond, Workload numerator, Workload denominator) {
-        double[] a = mibPerSecond[WORKLOADS.indexOf(numerator)];
-        double[] b = mibPerSecond[WORKLOADS.indexOf(denominator)];
-        double[] ratios = new double[a.length];
-        for (int i = 0; i < a.length; i++) {
-            ratios[i] = a[i] / b[i];
-        }
-        System.out.printf("%-42s %10.2fx (per round: %s)%n", label, median(ratios), Arrays.toString(round2(ratios)));
+    private static void printHeader() {
+        System.out.printf("%-36s %10s %12s %14s %8s%n", "workload", "MiB/s", "reads below", "avg below KiB", "hit %");
     }
 
-    private static double[] round2(double[] values) {
-        double[] rounded = new double[values.length];
-        for (int i = 0; i < values.length; i++) {
-            rounded[i] = Math.round(values[i] * 100) / 100.0;
-        }
-        return rounded;
-    }
-
-    private static double median(double[] values) {
-        double[] sorted = values.clone();
+    private static void printRatio(String label, double[] ratios) {
+        double[] sorted = ratios.clone();
         Arrays.sort(sorted);
         int n = sorted.length;
-        return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-    }
-
-    private double run(int round, Workload workload) throws IOException {
-        try (FileBlockDevice member = FileBlockDevice.open(file, 4096, direct, true);
-             ReadaheadBlockDevice device = new ReadaheadBlockDevice(member, budget)) {
-            device.setReadAheadKb(workload.readAheadKb());
-            int requestBytes = workload.requestBytes();
-            ByteBuffer buffer = ByteBuffer.allocateDirect(requestBytes + 4096).alignedSlice(4096);
-            long requests = workload.random() ? RANDOM_READS : device.size() / requestBytes;
-            long blocks = device.size() / requestBytes;
-            SplittableRandom offsets = new SplittableRandom(2 + round);
-            long started = System.nanoTime();
-            for (long i = 0; i < requests; i++) {
-                long offset = (workload.random() ? offsets.nextLong(blocks) : i) * requestBytes;
-                device.read(offset, buffer.clear());
-            }
-            double seconds = (System.nanoTime() - started) / 1e9;
-            double mibPerSecond = requests * (double) requestBytes / MIB / seconds;
-            long readsBelow = member.stats().readOps();
-            double avgBelowKib = readsBelow == 0 ? 0 : member.stats().readBytes() / (double) readsBelow / KIB;
-            double hitPercent = 100.0 * device.stats().layerCounter("readahead_hits") / requests;
-            System.out.printf("%-5d %-36s %10.1f %10.0f %12d %14.1f %10.1f%n", round, workload.label(), mibPerSecond,
-                    requests / seconds, readsBelow, avgBelowKib, hitPercent);
-            return mibPerSecond;
-        }
+        double median = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+        System.out.printf("%-56s median %5.2fx of %d pairs (quartiles %.2f, %.2f)%n", label, median, n,
+                sorted[n / 4], sorted[(3 * n) / 4]);
     }
 }

@@ -82,7 +82,6 @@ public final class ReadaheadBlockDevice implements BlockDevice {
     private final Segment[] sweep;
     /** Scratch for the segments of one run being issued; guarded by the lock. */
     private final Segment[] run;
-    private final int prefetchThreads;
     /** The most segments one prefetch read may span: the device's maxTransfer, else the whole budget. */
     private final int maxRunSegments;
     private final Stream[] streams = new Stream[MAX_STREAMS];
@@ -122,7 +121,6 @@ public final class ReadaheadBlockDevice implements BlockDevice {
         this.table = new SegmentTable(budget.segmentCount());
         this.sweep = new Segment[budget.segmentCount()];
         this.run = new Segment[budget.segmentCount()];
-        this.prefetchThreads = prefetchThreads;
         int maxTransfer = below.geometry().maxTransfer();
         this.maxRunSegments = maxTransfer == 0 ? budget.segmentCount() : Math.max(1, maxTransfer / segmentBytes);
         for (int i = 0; i < streams.length; i++) {
@@ -312,6 +310,10 @@ public final class ReadaheadBlockDevice implements BlockDevice {
         long end = offset + length;
         long first = offset / segmentBytes;
         long last = (end - 1) / segmentBytes;
+        if (readAheadBytes == 0) {
+            // Off: nothing is held (turning it off dropped everything), so skip the lock altogether.
+            return false;
+        }
         lock.lock();
         try {
             if (readAheadBytes == 0 || closed) {
@@ -446,12 +448,12 @@ public final class ReadaheadBlockDevice implements BlockDevice {
     }
 
     /**
-     * How many segments one prefetch read of a window spans: the window shared among the prefetch
-     * threads, so that its reads run in parallel and each is as large as it can be, within maxTransfer.
+     * How many segments one prefetch read of a window spans: the whole window, within maxTransfer. A
+     * stream issues its next window while the reader is still waiting for or reading the last one, so
+     * two windows are in flight on two prefetch threads; splitting a window would only make reads smaller.
      */
     private int runSegments(long window) {
-        long perThread = window / segmentBytes / prefetchThreads;
-        return (int) Math.max(1, Math.min(perThread, maxRunSegments));
+        return (int) Math.max(1, Math.min(window / segmentBytes, maxRunSegments));
     }
 
     /**
@@ -633,19 +635,16 @@ public final class ReadaheadBlockDevice implements BlockDevice {
      */
     private void load(Segment head) {
         boolean loaded = readBelowInto(head);
+        long runBytes = 0;
+        long wastedBytes = 0;
         lock.lock();
         try {
-            if (!loaded) {
-                prefetchErrors.increment();
-            }
             for (Segment segment = head, next; segment != null; segment = next) {
                 next = segment.nextInRun;
-                if (loaded) {
-                    prefetchBytes.add(segment.length);
-                }
+                runBytes += segment.length;
                 if (segment.dropped) {
                     if (loaded) {
-                        wastedPrefetchBytes.add(segment.length);
+                        wastedBytes += segment.length;
                     }
                     free(segment);
                 } else if (loaded) {
@@ -658,6 +657,14 @@ public final class ReadaheadBlockDevice implements BlockDevice {
             loadEnded.signalAll();
         } finally {
             lock.unlock();
+        }
+        // After the lock: counters are no work for readers waiting on it. Wasted first, so that whoever
+        // sees prefetch_bytes grow sees the waste of the same load.
+        if (loaded) {
+            wastedPrefetchBytes.add(wastedBytes);
+            prefetchBytes.add(runBytes);
+        } else {
+            prefetchErrors.increment();
         }
     }
 

@@ -96,11 +96,11 @@ class ReadaheadBlockDeviceTest {
             assertTrue(readsBelow < reads / 8, readsBelow + " reads below for " + reads + " reads");
             assertTrue(device.stats().layerCounter("prefetch_bytes") >= size - 512 * KIB);
             assertEquals(4L * KIB * hits, device.stats().layerCounter("readahead_hit_bytes"));
-            // 512 KiB windows shared by 2 prefetch threads: runs of 4 segments, one read below each.
-            long inRuns = below.reads.stream().filter(read -> isPrefetch(read) && read[1] == 4 * SEGMENT)
+            // Once ramped up, each 512 KiB window is one read below of 8 segments.
+            long inRuns = below.reads.stream().filter(read -> isPrefetch(read) && read[1] == 8 * SEGMENT)
                     .mapToLong(read -> read[1]).sum();
             assertTrue(inRuns >= prefetchedBytes(below) / 2, inRuns + " of " + prefetchedBytes(below)
-                    + " prefetched bytes were read in runs of 4 segments");
+                    + " prefetched bytes were read in runs of 8 segments");
         }
         assertEquals(0, budget.inUseBytes(), "close returns every segment");
     }
