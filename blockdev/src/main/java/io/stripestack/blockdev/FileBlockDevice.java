@@ -15,8 +15,14 @@ import java.util.List;
  * A member disk: a regular file or a block device, accessed with positional {@link FileChannel} I/O
  * (pread/pwrite), so a write that returned is in the kernel's page cache and survives this process.
  *
- * <p>With {@code direct = true} the file is opened with O_DIRECT: buffers, offsets and lengths must
- * then be aligned to the file system's block (callers pass pooled direct buffers that are).
+ * <p>With {@code direct = true} the file is opened with O_DIRECT. The JDK then requires buffer addresses,
+ * offsets and lengths aligned to the file system's block (4 KiB on ext4), while the layers above work in
+ * 512-byte blocks. Requests that are not aligned, or whose buffer is not an aligned direct buffer (the
+ * JDK's own substitute buffer for O_DIRECT fails to free on JDK 17), go through a per-thread aligned
+ * bounce buffer covering the enclosing aligned range; an unaligned write reads the partial edge blocks
+ * first (read-modify-write). Every write in direct mode holds the striped locks of the aligned blocks it
+ * covers, in ascending order, so an edge read-modify-write never loses a concurrent write to the same
+ * file-system block.
  *
  * <p>Concurrency: FileChannel positional reads and writes are safe from many threads at once and do not
  * serialise on the channel's position. No other state is mutable.
@@ -28,14 +34,29 @@ public final class FileBlockDevice implements BlockDevice {
     private final int blockSize;
     private final boolean readOnly;
     private final IoStats stats;
+    /** 0 unless opened with O_DIRECT: then the alignment the kernel requires of buffer addresses. */
+    private final int directAlignment;
+    private static final ThreadLocal<ByteBuffer[]> BOUNCE = ThreadLocal.withInitial(() -> new ByteBuffer[1]);
+    private static final int MAX_BOUNCE = 4 << 20;
+    private static final int LOCK_STRIPES = 256;
+    /** Direct mode only: write locks striped by aligned block index (see the class comment). */
+    private final java.util.concurrent.locks.ReentrantLock[] blockLocks;
 
-    private FileBlockDevice(Path path, FileChannel channel, long size, int blockSize, boolean readOnly) {
+    private FileBlockDevice(Path path, FileChannel channel, long size, int blockSize, boolean readOnly,
+            int directAlignment) {
         this.path = path;
         this.channel = channel;
         this.size = size;
         this.blockSize = blockSize;
         this.readOnly = readOnly;
         this.stats = new IoStats(path.toString());
+        this.directAlignment = directAlignment;
+        this.blockLocks = directAlignment == 0 ? null : new java.util.concurrent.locks.ReentrantLock[LOCK_STRIPES];
+        if (blockLocks != null) {
+            for (int i = 0; i < LOCK_STRIPES; i++) {
+                blockLocks[i] = new java.util.concurrent.locks.ReentrantLock();
+            }
+        }
     }
 
     /** Opens an existing file or block device; its size is rounded down to the block. */
@@ -61,7 +82,8 @@ public final class FileBlockDevice implements BlockDevice {
                     size = raf.length();
                 }
             }
-            return new FileBlockDevice(path, channel, size - size % blockSize, blockSize, readOnly);
+            int alignment = direct ? (int) Math.max(blockSize, Files.getFileStore(path).getBlockSize()) : 0;
+            return new FileBlockDevice(path, channel, size - size % blockSize, blockSize, readOnly, alignment);
         } catch (IOException | RuntimeException e) {
             channel.close();
             throw e;
@@ -135,19 +157,127 @@ public final class FileBlockDevice implements BlockDevice {
         BlockDevice.checkRange(this, offset, length);
         long start = stats.startIo();
         try {
-            long position = offset;
-            while (dst.hasRemaining()) {
-                int n = channel.read(dst, position);
-                if (n < 0) {
-                    throw new IOException(path + ": unexpected end of file at byte " + position);
-                }
-                position += n;
+            if (needsBounce(offset, dst)) {
+                bouncedRead(offset, dst);
+            } else {
+                readFully(offset, dst);
             }
         } catch (IOException | RuntimeException e) {
             stats.endFailed(start);
             throw e;
         }
         stats.endRead(start, length);
+    }
+
+    private void readFully(long offset, ByteBuffer dst) throws IOException {
+        long position = offset;
+        while (dst.hasRemaining()) {
+            int n = channel.read(dst, position);
+            if (n < 0) {
+                throw new IOException(path + ": unexpected end of file at byte " + position);
+            }
+            position += n;
+        }
+    }
+
+    private void writeFully(long offset, ByteBuffer src) throws IOException {
+        long position = offset;
+        while (src.hasRemaining()) {
+            position += channel.write(src, position);
+        }
+    }
+
+    private boolean needsBounce(long offset, ByteBuffer buffer) {
+        return directAlignment != 0 && (!buffer.isDirect()
+                || buffer.alignmentOffset(buffer.position(), directAlignment) != 0
+                || buffer.remaining() % directAlignment != 0 || offset % directAlignment != 0);
+    }
+
+    private ByteBuffer bounce() {
+        ByteBuffer[] holder = BOUNCE.get();
+        if (holder[0] == null || holder[0].alignmentOffset(0, directAlignment) != 0) {
+            holder[0] = ByteBuffer.allocateDirect(MAX_BOUNCE + directAlignment).alignedSlice(directAlignment);
+        }
+        return holder[0].clear();
+    }
+
+    /** Reads through the bounce buffer, piece by piece, each piece widened to aligned bounds. */
+    private void bouncedRead(long offset, ByteBuffer dst) throws IOException {
+        ByteBuffer bounce = bounce();
+        long position = offset;
+        while (dst.hasRemaining()) {
+            long alignedStart = position - position % directAlignment;
+            int lead = (int) (position - alignedStart);
+            int piece = Math.min(dst.remaining(), MAX_BOUNCE - directAlignment);
+            int span = roundUp(lead + piece);
+            bounce.clear().limit(span);
+            readFully(alignedStart, bounce);
+            dst.put(bounce.position(lead).limit(lead + piece));
+            position += piece;
+        }
+    }
+
+    /** Writes through the bounce buffer, reading the partial edge blocks of each aligned span first. */
+    private void bouncedWrite(long offset, ByteBuffer src) throws IOException {
+        ByteBuffer bounce = bounce();
+        long position = offset;
+        while (src.hasRemaining()) {
+            long alignedStart = position - position % directAlignment;
+            int lead = (int) (position - alignedStart);
+            int piece = Math.min(src.remaining(), MAX_BOUNCE - directAlignment);
+            int span = roundUp(lead + piece);
+            if (lead != 0) {
+                readFully(alignedStart, bounce.clear().limit(directAlignment));
+            }
+            if ((lead + piece) % directAlignment != 0 && (span > directAlignment || lead == 0)) {
+                readFully(alignedStart + span - directAlignment, bounce.clear().position(span - directAlignment).limit(span));
+            }
+            bounce.clear().position(lead);
+            bounce.put(src.duplicate().limit(src.position() + piece));
+            writeFully(alignedStart, bounce.position(0).limit(span));
+            src.position(src.position() + piece);
+            position += piece;
+        }
+    }
+
+    private int roundUp(int bytes) {
+        return (bytes + directAlignment - 1) / directAlignment * directAlignment;
+    }
+
+    /**
+     * Locks the stripes of the aligned blocks in {@code [offset, offset + length)} in ascending stripe
+     * order (no deadlock between writers). The stripes form one range modulo the stripe count, possibly
+     * wrapping, so no set needs building.
+     */
+    private void lockBlocks(long offset, int length) {
+        forEachStripe(offset, length, true);
+    }
+
+    private void unlockBlocks(long offset, int length) {
+        forEachStripe(offset, length, false);
+    }
+
+    private void forEachStripe(long offset, int length, boolean lock) {
+        long first = offset / directAlignment;
+        long count = Math.min((offset + length - 1) / directAlignment - first + 1, LOCK_STRIPES);
+        int start = (int) (first % LOCK_STRIPES);
+        int end = (int) (start + count); // exclusive, may pass LOCK_STRIPES (wrap)
+        if (end > LOCK_STRIPES) {
+            stripeRange(0, end - LOCK_STRIPES, lock);
+            stripeRange(start, LOCK_STRIPES, lock);
+        } else {
+            stripeRange(start, end, lock);
+        }
+    }
+
+    private void stripeRange(int from, int to, boolean lock) {
+        for (int i = from; i < to; i++) {
+            if (lock) {
+                blockLocks[i].lock();
+            } else {
+                blockLocks[i].unlock();
+            }
+        }
     }
 
     @Override
@@ -158,14 +288,22 @@ public final class FileBlockDevice implements BlockDevice {
             throw new IOException(path + " is open read-only");
         }
         long start = stats.startIo();
+        if (blockLocks != null) {
+            lockBlocks(offset, length);
+        }
         try {
-            long position = offset;
-            while (src.hasRemaining()) {
-                position += channel.write(src, position);
+            if (needsBounce(offset, src)) {
+                bouncedWrite(offset, src);
+            } else {
+                writeFully(offset, src);
             }
         } catch (IOException | RuntimeException e) {
             stats.endFailed(start);
             throw e;
+        } finally {
+            if (blockLocks != null) {
+                unlockBlocks(offset, length);
+            }
         }
         stats.endWrite(start, length);
     }
