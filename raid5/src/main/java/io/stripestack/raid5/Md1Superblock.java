@@ -29,6 +29,8 @@ public final class Md1Superblock {
     public static final long RESYNC_DONE = -1L;
     /** feature_map bit: {@link #recoveryOffset} is valid (a member being rebuilt; md's MD_FEATURE_RECOVERY_OFFSET). */
     public static final int FEATURE_RECOVERY_OFFSET = 2;
+    /** feature_map bit: {@link #bitmapOffset} locates an internal write-intent bitmap (MD_FEATURE_BITMAP_OFFSET). */
+    public static final int FEATURE_BITMAP = 1;
     private static final int FIXED_BYTES = 256;
     private static final int MAX_ROLES = (BLOCK_BYTES - FIXED_BYTES) / 2;
 
@@ -47,8 +49,10 @@ public final class Md1Superblock {
     public long superOffsetSectors = OFFSET_BYTES / 512;
     /** Sectors of this member's data area already rebuilt; meaningful with {@link #FEATURE_RECOVERY_OFFSET}. */
     public long recoveryOffset;
-    /** feature_map; the only bit this engine writes is {@link #FEATURE_RECOVERY_OFFSET}. */
+    /** feature_map; this engine writes {@link #FEATURE_BITMAP} and {@link #FEATURE_RECOVERY_OFFSET}. */
     public int featureMap;
+    /** Sectors from the superblock to the write-intent bitmap (signed); meaningful with {@link #FEATURE_BITMAP}. */
+    public int bitmapOffset;
     public int devNumber;
     public byte[] deviceUuid = new byte[16];
     public long utime;
@@ -67,6 +71,10 @@ public final class Md1Superblock {
     /** Seconds since the epoch of an md time value. */
     public static long mdTimeSeconds(long mdTime) {
         return mdTime & 0xff_ffff_ffffL;
+    }
+
+    public boolean hasBitmap() {
+        return (featureMap & FEATURE_BITMAP) != 0;
     }
 
     /** Whether this member is part-way through a rebuild (its data is valid below {@link #recoveryOffset}). */
@@ -94,6 +102,7 @@ public final class Md1Superblock {
         c.superOffsetSectors = superOffsetSectors;
         c.recoveryOffset = recoveryOffset;
         c.featureMap = featureMap;
+        c.bitmapOffset = bitmapOffset;
         c.devNumber = devNumber;
         c.deviceUuid = deviceUuid.clone();
         c.utime = utime;
@@ -111,7 +120,7 @@ public final class Md1Superblock {
         ByteBuffer b = ByteBuffer.allocate(BLOCK_BYTES).order(ByteOrder.LITTLE_ENDIAN);
         b.putInt(0, MAGIC);
         b.putInt(4, 1);                 // major_version
-        b.putInt(8, featureMap);        // no bitmap, no reshape, no bad-block log: at most the recovery offset
+        b.putInt(8, featureMap);        // bitmap and recovery offset at most: no reshape, no bad-block log
         b.put(16, setUuid);
         byte[] name = setName.getBytes(StandardCharsets.UTF_8);
         b.put(32, name, 0, Math.min(32, name.length));
@@ -121,6 +130,7 @@ public final class Md1Superblock {
         b.putLong(80, sizeSectors);
         b.putInt(88, chunkSectors);
         b.putInt(92, raidDisks);
+        b.putInt(96, bitmapOffset);
         b.putInt(100, level);           // new_level: same as level when no reshape is in progress
         b.putInt(116, layout);          // new_layout
         b.putInt(120, chunkSectors);    // new_chunk
@@ -193,6 +203,7 @@ public final class Md1Superblock {
         sb.superOffsetSectors = b.getLong(144);
         sb.recoveryOffset = b.getLong(152);
         sb.featureMap = b.getInt(8);
+        sb.bitmapOffset = b.getInt(96);
         sb.devNumber = b.getInt(160);
         b.get(168, sb.deviceUuid);
         sb.utime = b.getLong(192);

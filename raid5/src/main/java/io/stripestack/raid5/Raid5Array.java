@@ -111,6 +111,12 @@ public final class Raid5Array implements BlockDevice {
     private volatile boolean checkParityOnReads;
     /** Zeros for discard; only ever read. */
     private final ByteBuffer zeroChunk;
+    /** The write-intent bitmap, or null when the members have no room for one (see WriteIntentBitmap). */
+    private final WriteIntentBitmap bitmap;
+    private final WriteIntentBitmap.Members bitmapWriter = this::writeBitmapToMembers;
+    private final java.util.concurrent.ScheduledExecutorService bitmapDaemon;
+    /** The pending resync may skip regions the bitmap records as clean (set at an unclean open). */
+    private volatile boolean resyncDirtyRegionsOnly;
 
     private final Object stateLock = new Object();
     /** Array-wide superblock fields and dev_roles; guarded by stateLock. */
@@ -120,8 +126,11 @@ public final class Raid5Array implements BlockDevice {
     private volatile boolean failed;
     private volatile boolean closed;
 
-    /** Hot spares, in the order they were added; guarded by stateLock. */
-    private final List<Member> spares = new ArrayList<>();
+    /**
+     * Hot spares, in the order they were added; changed under stateLock. Copy-on-write so that the
+     * bitmap writer, which must not take stateLock, can walk it.
+     */
+    private final List<Member> spares = new java.util.concurrent.CopyOnWriteArrayList<>();
     /** Devices of replaced members, closed with the array; guarded by stateLock. */
     private final List<BlockDevice> retired = new ArrayList<>();
     /**
@@ -215,7 +224,7 @@ public final class Raid5Array implements BlockDevice {
      * {@link Raid5Assembler}), marks it active in the superblocks (events + 1) and starts its threads.
      */
     Raid5Array(Md1Superblock template, Member[] roles, List<Member> spareMembers, long resumeRecoveryRows,
-               Raid5Options options, List<String> assemblyProblems) throws IOException {
+               WriteIntentBitmap loadedBitmap, Raid5Options options, List<String> assemblyProblems) throws IOException {
         if ((long) template.chunkSectors * 512 * template.raidDisks > (1L << 30)) {
             throw new IllegalArgumentException(template.setName + ": chunk " + template.chunkSectors * 512L
                     + " bytes x " + template.raidDisks + " members exceeds the 1 GiB row this engine supports; "
@@ -263,6 +272,8 @@ public final class Raid5Array implements BlockDevice {
         this.parityMismatches = stats.counter("parity_mismatches");
         this.readErrorsCorrected = stats.counter("read_errors_corrected");
         this.zeroChunk = ByteBuffer.allocateDirect(chunk);
+        this.bitmap = loadedBitmap != null ? loadedBitmap
+                : members <= 64 ? WriteIntentBitmap.create(template, options.bitmapChunkBytes()) : null;
         this.spares.addAll(spareMembers);
         int absent = 0;
         for (Member m : roles) {
@@ -281,9 +292,21 @@ public final class Raid5Array implements BlockDevice {
             needsResync = true;
             long resumeSectors = template.resyncOffset;
             resyncDoneRows = resumeSectors > 0 ? Math.min(rows, resumeSectors / template.chunkSectors) : 0;
+            resyncDirtyRegionsOnly = loadedBitmap != null;
         }
         int threads = options.ioThreads() > 0 ? options.ioThreads() : MemberIoExecutor.defaultThreads(members);
         this.io = new MemberIoExecutor(name, threads);
+        if (bitmap != null) {
+            bitmapDaemon = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "stripestack-" + name + "-bitmap");
+                t.setDaemon(true);
+                return t;
+            });
+            bitmapDaemon.scheduleWithFixedDelay(this::bitmapDaemonPass, WriteIntentBitmap.DAEMON_SLEEP_SECONDS,
+                    WriteIntentBitmap.DAEMON_SLEEP_SECONDS, TimeUnit.SECONDS);
+        } else {
+            bitmapDaemon = null;
+        }
         synchronized (stateLock) {
             writeSuperblocksLocked(false);
         }
@@ -302,7 +325,9 @@ public final class Raid5Array implements BlockDevice {
         synchronized (stateLock) {
             if (needsResync && failedRole < 0) {
                 LOG.warn("{}: the array was not shut down cleanly; resyncing parity in the background from member "
-                        + "sector {}", name, resyncDoneRows * template.chunkSectors);
+                        + "sector {}, {}", name, resyncDoneRows * template.chunkSectors, resyncDirtyRegionsOnly
+                        ? bitmap.dirtyBits() + " of " + bitmap.bits() + " bitmap regions (the others had no write in flight)"
+                        : "every row (no usable write-intent bitmap)");
             }
             startRecoveryLocked();
             wakeSyncLocked();
@@ -362,7 +387,7 @@ public final class Raid5Array implements BlockDevice {
             roles[i] = new Member(i, d, d.name(), i, uuid, d.size() / 512 - t.dataOffsetSectors,
                     Raid5Status.MemberState.ACTIVE);
         }
-        Raid5Array array = new Raid5Array(t, roles, List.of(), 0, options, List.of());
+        Raid5Array array = new Raid5Array(t, roles, List.of(), 0, null, options, List.of());
         if (!membersAreZeroed) {
             array.resync();
         }
@@ -518,11 +543,17 @@ public final class Raid5Array implements BlockDevice {
         }
         closed = true;
         stopSyncThread();
+        if (bitmapDaemon != null) {
+            bitmapDaemon.shutdownNow();
+        }
         IOException first = null;
         try {
             if (!failed) {
                 flushMembers();
                 synchronized (stateLock) {
+                    if (bitmap != null && failedRole < 0 && !needsResync) {
+                        bitmap.clearAll();
+                    }
                     writeSuperblocksLocked(true);
                 }
             }
@@ -761,6 +792,7 @@ public final class Raid5Array implements BlockDevice {
                         + " is not active); replace the member first");
             }
             needsResync = true;
+            resyncDirtyRegionsOnly = false;
             resyncDoneRows = 0;
             syncStopReason = null;
             frozen = false;
@@ -828,6 +860,7 @@ public final class Raid5Array implements BlockDevice {
                 case "resync" -> {
                     requireIdleAndHealthy(action);
                     needsResync = true;
+                    resyncDirtyRegionsOnly = false;
                     resyncDoneRows = 0;
                     frozen = false;
                 }
@@ -1054,13 +1087,17 @@ public final class Raid5Array implements BlockDevice {
         final java.util.concurrent.atomic.AtomicLong next;
         final SpeedMeter meter;
         long watermark;
+        /** Rows actually read and written, for the speed limits (skipped clean regions cost nothing). */
+        final java.util.concurrent.atomic.AtomicLong processed = new java.util.concurrent.atomic.AtomicLong();
+        final boolean dirtyRegionsOnly;
         long lastCheckpoint = System.nanoTime();
         volatile String error;
 
         SyncPass(SyncOp op, long from) {
             this.op = op;
+            this.dirtyRegionsOnly = op == SyncOp.RESYNC && resyncDirtyRegionsOnly && bitmap != null;
             this.next = new java.util.concurrent.atomic.AtomicLong(from);
-            this.meter = new SpeedMeter(from);
+            this.meter = new SpeedMeter(0);
             this.watermark = from;
         }
 
@@ -1077,6 +1114,10 @@ public final class Raid5Array implements BlockDevice {
             if (row >= rows) {
                 return;
             }
+            if (pass.dirtyRegionsOnly && !bitmap.isDirty(row)) {
+                completeSyncRow(pass, row, 0);  // no write was in flight there: parity is consistent
+                continue;
+            }
             pass.meter.throttle(pass);
             w.setSync(row, pass);
             try {
@@ -1087,6 +1128,7 @@ public final class Raid5Array implements BlockDevice {
             } finally {
                 w.pass = null;
             }
+            pass.processed.incrementAndGet();
             if (pass.op == SyncOp.RECOVER && recoveredRows <= row && pass.error == null) {
                 pass.error = "the rebuild was aborted";
             }
@@ -1165,11 +1207,13 @@ public final class Raid5Array implements BlockDevice {
                 recoveredRows = 0;
                 // Recovery wrote every row's missing chunk from the others: every row is consistent now.
                 needsResync = false;
+                resyncDirtyRegionsOnly = false;
                 writeSuperblocksLocked(false);
                 LOG.info("{}: rebuild of member {} ({}) complete; the array is clean", name, m.role, m.displayName);
             }
             case RESYNC -> {
                 needsResync = false;
+                resyncDirtyRegionsOnly = false;
                 LOG.info("{}: resync complete", name);
             }
             case CHECK, REPAIR -> LOG.info("{}: {} complete, mismatch_cnt {}", name, op.label, mismatchSectors);
@@ -1198,10 +1242,7 @@ public final class Raid5Array implements BlockDevice {
 
         synchronized void throttle(SyncPass pass) {
             while (!pass.stopping()) {
-                long row;
-                synchronized (pass) {
-                    row = pass.watermark;
-                }
+                long row = pass.processed.get();
                 long now = System.nanoTime();
                 if (now - markTime[last] >= MARK_STEP) {
                     last = (last + 1) % MARKS;
@@ -1615,6 +1656,24 @@ public final class Raid5Array implements BlockDevice {
     private void processRow(Slot slot, RowWrite[] batch, int count, Context ctx) throws IOException {
         RowWrite first = batch[0];
         checkUsable(first.row * rowBytes + first.inRow, true);
+        // Recovery writes only the new member (covered by its recovery offset); check writes nothing.
+        boolean intent = bitmap != null && first.op != SyncOp.CHECK && first.op != SyncOp.RECOVER;
+        if (intent) {
+            long failedRoles = bitmap.startWrite(first.row, bitmapWriter);
+            if (failedRoles != 0) {
+                bitmapWriteFailed(failedRoles);
+            }
+        }
+        try {
+            processRowOp(slot, batch, count, ctx, first);
+        } finally {
+            if (intent) {
+                bitmap.endWrite(first.row);
+            }
+        }
+    }
+
+    private void processRowOp(Slot slot, RowWrite[] batch, int count, Context ctx, RowWrite first) throws IOException {
         switch (first.op) {
             case WRITE -> {
                 if (count == 1 && first.length == rowBytes && missingIn(first.row, failedRole, recoveredRows) < 0) {
@@ -2172,18 +2231,23 @@ public final class Raid5Array implements BlockDevice {
             }
         }
         List<Member> newlyFailed = new ArrayList<>();
+        long bitmapFailed = 0;
+        if (bitmap != null) {
+            // md updates the bitmap's events before the superblocks': a bitmap older than its superblock is stale.
+            bitmap.setEvents(t.events);
+            bitmapFailed = bitmap.write(bitmapWriter);
+        }
         for (Member m : roles) {
             if (m.state != Raid5Status.MemberState.ACTIVE && m.state != Raid5Status.MemberState.REBUILDING) {
                 continue;
             }
-            if (!writeSuperblock(t, m)) {
+            if ((bitmapFailed & (1L << m.role)) != 0 || !writeSuperblock(t, m)) {
                 newlyFailed.add(m);
             }
         }
-        for (java.util.Iterator<Member> it = spares.iterator(); it.hasNext(); ) {
-            Member spare = it.next();
+        for (Member spare : spares) {
             if (!writeSuperblock(t, spare)) {
-                it.remove();
+                spares.remove(spare);
                 t.devRoles[spare.devNumber] = Md1Superblock.ROLE_FAULTY;
                 retired.add(spare.device);
             }
@@ -2203,6 +2267,71 @@ public final class Raid5Array implements BlockDevice {
         }
     }
 
+    /** {@link WriteIntentBitmap.Members}: runs under the bitmap's monitor, so it takes no array lock. */
+    private long writeBitmapToMembers(ByteBuffer block) {
+        long offset = WriteIntentBitmap.memberOffset(template.superOffsetSectors);
+        long failedRoles = 0;
+        for (Member m : roles) {
+            if (m.state != Raid5Status.MemberState.ACTIVE && m.state != Raid5Status.MemberState.REBUILDING) {
+                continue;
+            }
+            try {
+                m.device.write(offset, block.duplicate());
+                m.device.flush();
+            } catch (IOException e) {
+                LOG.error("{}: writing the write-intent bitmap of member {} ({}) failed: {}", name, m.role,
+                        m.displayName, e.getMessage());
+                failedRoles |= 1L << m.role;
+            }
+        }
+        // Spares carry the bitmap too (mdadm ignores the bitmap feature of a member whose bitmap it cannot
+        // read); a spare's failure shows when its superblock is written next.
+        for (Member spare : spares) {
+            try {
+                spare.device.write(offset, block.duplicate());
+                spare.device.flush();
+            } catch (IOException e) {
+                LOG.warn("{}: writing the write-intent bitmap of spare {} failed: {}", name, spare.displayName,
+                        e.getMessage());
+            }
+        }
+        return failedRoles;
+    }
+
+    private void bitmapWriteFailed(long failedRoles) {
+        for (int role = 0; role < members; role++) {
+            if ((failedRoles & (1L << role)) != 0) {
+                memberFailed(role, new IOException("writing the write-intent bitmap failed"));
+            }
+        }
+    }
+
+    /**
+     * Every daemon_sleep seconds: clears the bits of regions with no write in the last period, after a
+     * flush made their data and parity durable. Bits stay while the array is degraded or a resync of
+     * the dirty regions is pending (they are what the resync needs).
+     */
+    private void bitmapDaemonPass() {
+        try {
+            synchronized (stateLock) {
+                if (closed || failed || failedRole >= 0 || needsResync) {
+                    return;
+                }
+            }
+            long[] candidates = bitmap.idleCandidates();
+            if (candidates == null) {
+                return;
+            }
+            flushMembers();
+            long failedRoles = bitmap.clearIdle(candidates, bitmapWriter);
+            if (failedRoles != 0) {
+                bitmapWriteFailed(failedRoles);
+            }
+        } catch (IOException | RuntimeException e) {
+            LOG.warn("{}: write-intent bitmap update skipped: {}", name, e.toString());
+        }
+    }
+
     /** Writes one device's superblock; false (logged) if the write fails. */
     private boolean writeSuperblock(Md1Superblock t, Member m) {
         Md1Superblock sb = t.copy();
@@ -2210,7 +2339,9 @@ public final class Raid5Array implements BlockDevice {
         sb.deviceUuid = m.deviceUuid;
         sb.dataSizeSectors = m.dataSizeSectors;
         boolean rebuilding = m.role >= 0 && m.state == Raid5Status.MemberState.REBUILDING;
-        sb.featureMap = rebuilding ? Md1Superblock.FEATURE_RECOVERY_OFFSET : 0;
+        sb.featureMap = (rebuilding ? Md1Superblock.FEATURE_RECOVERY_OFFSET : 0)
+                | (bitmap != null ? Md1Superblock.FEATURE_BITMAP : 0);
+        sb.bitmapOffset = bitmap != null ? WriteIntentBitmap.OFFSET_SECTORS : 0;
         sb.recoveryOffset = rebuilding ? recoveredRows * t.chunkSectors : 0;
         try {
             m.device.write(Md1Superblock.OFFSET_BYTES, sb.encode());

@@ -165,7 +165,42 @@ public final class Raid5Assembler {
             LOG.warn("assemble {}: started DIRTY and DEGRADED (start_dirty_degraded): rows written at the crash may "
                     + "read back wrong from the missing member; check the data written last", setName);
         }
-        return new Raid5Array(template, roles, spares, resumeRows, options, problems);
+        WriteIntentBitmap bitmap = template.hasBitmap() ? loadBitmap(roles, template, problems) : null;
+        return new Raid5Array(template, roles, spares, resumeRows, bitmap, options, problems);
+    }
+
+    /**
+     * The write-intent bitmap of the first active member that holds a usable one (all members carry the
+     * same image); null, with a problem noted, when none does: an unclean stop then resyncs everything.
+     */
+    private static WriteIntentBitmap loadBitmap(Raid5Array.Member[] roles, Md1Superblock sb, List<String> problems) {
+        String why = "no member holds it";
+        for (Raid5Array.Member m : roles) {
+            if (m.device == null || m.state != Raid5Status.MemberState.ACTIVE) {
+                continue;
+            }
+            long room = sb.dataOffsetSectors * 512 - WriteIntentBitmap.memberOffset(sb.superOffsetSectors);
+            if (room < WriteIntentBitmap.blockBytes(1)) {
+                why = "no room before the data offset";
+                break;
+            }
+            ByteBuffer raw = ByteBuffer.allocate((int) Math.min(room, 4L << 20));
+            String[] problem = new String[1];
+            try {
+                m.device.read(WriteIntentBitmap.memberOffset(sb.superOffsetSectors), raw);
+                WriteIntentBitmap loaded = WriteIntentBitmap.decode(raw.flip(), sb, problem);
+                if (loaded != null) {
+                    return loaded;
+                }
+                why = m.displayName + ": " + problem[0];
+            } catch (IOException e) {
+                why = m.displayName + ": " + e.getMessage();
+            }
+        }
+        if (!sb.isClean()) {
+            problems.add("the write-intent bitmap cannot be used (" + why + "); the resync covers every row");
+        }
+        return null;
     }
 
     /** The superblock with most events among the UUID shared by the most devices. */

@@ -11,9 +11,12 @@ package io.stripestack.raid5;
  *                           degraded (md's {@code start_dirty_degraded}): rows written at the time of the
  *                           crash may have stale parity, so the missing member's chunks in them can be
  *                           rebuilt wrong (the RAID-5 write hole); off by default
+ * @param bitmapChunkBytes   member bytes per write-intent bitmap bit when a bitmap is created (an array
+ *                           without one gets one at open if there is room before the data offset);
+ *                           0 = mdadm's 64 MiB, doubled as needed to fit; a power of two otherwise
  */
 public record Raid5Options(int stripeCacheRows, boolean checkParityOnReads, int ioThreads, boolean allowDegraded,
-                           boolean startDirtyDegraded) {
+                           boolean startDirtyDegraded, long bitmapChunkBytes) {
     public Raid5Options {
         if (stripeCacheRows != 0) {
             StripeCache.checkCapacity(stripeCacheRows);
@@ -21,26 +24,34 @@ public record Raid5Options(int stripeCacheRows, boolean checkParityOnReads, int 
         if (ioThreads < 0 || ioThreads > 256) {
             throw new IllegalArgumentException("ioThreads " + ioThreads + " must be 0 (automatic) .. 256");
         }
+        if (bitmapChunkBytes != 0 && (bitmapChunkBytes < 4096 || Long.bitCount(bitmapChunkBytes) != 1)) {
+            throw new IllegalArgumentException("bitmap chunk " + bitmapChunkBytes
+                    + " bytes must be 0 (mdadm's 64 MiB) or a power of two of at least 4096");
+        }
     }
 
     /** The settings without {@code startDirtyDegraded} (off). */
     public Raid5Options(int stripeCacheRows, boolean checkParityOnReads, int ioThreads, boolean allowDegraded) {
-        this(stripeCacheRows, checkParityOnReads, ioThreads, allowDegraded, false);
+        this(stripeCacheRows, checkParityOnReads, ioThreads, allowDegraded, false, 0);
     }
 
     public static Raid5Options defaults() {
-        return new Raid5Options(0, false, 0, true, false);
+        return new Raid5Options(0, false, 0, true, false, 0);
     }
 
     public Raid5Options withStripeCacheRows(int rows) {
-        return new Raid5Options(rows, checkParityOnReads, ioThreads, allowDegraded, startDirtyDegraded);
+        return new Raid5Options(rows, checkParityOnReads, ioThreads, allowDegraded, startDirtyDegraded, bitmapChunkBytes);
     }
 
     public Raid5Options withAllowDegraded(boolean allow) {
-        return new Raid5Options(stripeCacheRows, checkParityOnReads, ioThreads, allow, startDirtyDegraded);
+        return new Raid5Options(stripeCacheRows, checkParityOnReads, ioThreads, allow, startDirtyDegraded, bitmapChunkBytes);
+    }
+
+    public Raid5Options withBitmapChunkBytes(long bytes) {
+        return new Raid5Options(stripeCacheRows, checkParityOnReads, ioThreads, allowDegraded, startDirtyDegraded, bytes);
     }
 
     public Raid5Options withStartDirtyDegraded(boolean force) {
-        return new Raid5Options(stripeCacheRows, checkParityOnReads, ioThreads, allowDegraded, force);
+        return new Raid5Options(stripeCacheRows, checkParityOnReads, ioThreads, allowDegraded, force, bitmapChunkBytes);
     }
 }
