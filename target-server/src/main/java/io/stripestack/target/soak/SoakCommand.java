@@ -28,8 +28,8 @@ import picocli.CommandLine.Option;
  */
 @Command(name = "soak", mixinStandardHelpOptions = true,
         description = {"Write self-checking 4 KiB blocks to a LUN and verify every read against the last",
-                "acknowledged write, for as long as you like. Exit status: 0 no corruption and no I/O error,",
-                "1 corruption found, 2 I/O errors only.",
+                "acknowledged write, for as long as you like (docs/soak.md).",
+                "Exit status: 0 no corruption and no I/O error, 1 corruption found, 2 I/O errors only.",
                 "  stripestack soak --config conf/default.yaml --lun 0 --duration 3d",
                 "  stripestack soak --url iscsi://127.0.0.1:3260/iqn.2026-11.io.stripestack:default/0 --duration 2h",
                 "  stripestack soak --config c.yaml --lun 0 --duration 10m --fail-member-after 60s --fail-role 1"})
@@ -37,7 +37,7 @@ public final class SoakCommand implements Callable<Integer> {
 
     static final class Target {
         @Option(names = "--url", paramLabel = "URL",
-                description = "iscsi://[USER[%SECRET]@]HOST[:PORT]/TARGET-IQN/LUN: any iSCSI target, through the network")
+                description = "iscsi://[USER[%%SECRET]@]HOST[:PORT]/TARGET-IQN/LUN: any iSCSI target, through the network")
         String url;
 
         @Option(names = {"-c", "--config"}, paramLabel = "FILE",
@@ -126,10 +126,13 @@ public final class SoakCommand implements Callable<Integer> {
                 failer = MemberFailer.viaAdminSocket(socket, array);
             }
         }
+        // Ctrl-C / SIGTERM: the hook stops the run and waits until the final line is out and the device (and
+        // an in-process server) is closed, so arrays are flushed and marked clean before the JVM ends.
+        CountDownLatch finished = new CountDownLatch(1);
+        Thread hook = null;
         try (device) {
             SoakRunner runner = new SoakRunner(device, settings, failer, out);
-            CountDownLatch finished = new CountDownLatch(1);
-            Thread hook = new Thread(() -> {
+            hook = new Thread(() -> {
                 runner.stop();
                 try {
                     finished.await(60, TimeUnit.SECONDS);
@@ -138,14 +141,14 @@ public final class SoakCommand implements Callable<Integer> {
                 }
             }, "soak-shutdown");
             Runtime.getRuntime().addShutdownHook(hook);
-            try {
-                return runner.run().exitCode();
-            } finally {
-                finished.countDown();
+            return runner.run().exitCode();
+        } finally {
+            finished.countDown();
+            if (hook != null) {
                 try {
                     Runtime.getRuntime().removeShutdownHook(hook);
                 } catch (IllegalStateException shuttingDown) {
-                    // Ctrl-C: the hook is running and waits for us
+                    // the hook is running and was just released
                 }
             }
         }
