@@ -62,6 +62,12 @@ if [ -n "$jar" ] && [ ! -f "$jar" ]; then
   exit 2
 fi
 
+# Something already listening would answer in place of the server started here.
+if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+  echo "conformance: 127.0.0.1:$port is already in use; choose a free port with -p" >&2
+  exit 2
+fi
+
 work="$(mktemp -d "${TMPDIR:-/tmp}/stripestack-conformance.XXXXXX")"
 server_pid=""
 stop_server() {
