@@ -138,6 +138,8 @@ public final class Raid5Array implements BlockDevice {
      * Advanced only by the sync thread as owner of the row's slot (see the class comment).
      */
     private volatile long recoveredRows;
+    /** The recovered rows known durable on the new member: what its superblock's recovery_offset says. */
+    private volatile long recoveryCheckpointRows;
 
     // Sync state: guarded by stateLock unless volatile.
     private Thread syncThread;
@@ -287,6 +289,7 @@ public final class Raid5Array implements BlockDevice {
         }
         if (failedRole >= 0 && roles[failedRole].state == Raid5Status.MemberState.REBUILDING) {
             recoveredRows = Math.min(rows, resumeRecoveryRows);
+            recoveryCheckpointRows = recoveredRows;
         }
         if (!cleanAtOpen) {
             needsResync = true;
@@ -544,13 +547,29 @@ public final class Raid5Array implements BlockDevice {
         closed = true;
         stopSyncThread();
         if (bitmapDaemon != null) {
-            bitmapDaemon.shutdownNow();
+            // No interrupt: an interrupted FileChannel operation closes the member's channel.
+            bitmapDaemon.shutdown();
+            boolean interrupted = false;
+            while (true) {
+                try {
+                    if (bitmapDaemon.awaitTermination(1, TimeUnit.MINUTES)) {
+                        break;
+                    }
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
         }
         IOException first = null;
         try {
             if (!failed) {
+                long rowsBeforeFlush = recoveredRows;
                 flushMembers();
                 synchronized (stateLock) {
+                    recoveryCheckpointRows = rowsBeforeFlush;
                     if (bitmap != null && failedRole < 0 && !needsResync) {
                         bitmap.clearAll();
                     }
@@ -988,6 +1007,7 @@ public final class Raid5Array implements BlockDevice {
             retired.add(slot.device);
         }
         recoveredRows = 0;
+        recoveryCheckpointRows = 0;
         slot.takeOver(spare);
         template.devRoles[spare.devNumber] = slot.role;
         slot.state = Raid5Status.MemberState.REBUILDING;
@@ -1138,7 +1158,10 @@ public final class Raid5Array implements BlockDevice {
         }
     }
 
-    /** Writes the rebuild checkpoint to the superblocks about once a second. */
+    /**
+     * Writes the rebuild checkpoint to the superblocks about once a second. The new member is flushed
+     * first: the recorded offset must never be ahead of what is durable on it.
+     */
     private void checkpointRecovery(SyncPass pass) {
         synchronized (pass) {
             if (System.nanoTime() - pass.lastCheckpoint < CHECKPOINT_NANOS) {
@@ -1146,8 +1169,23 @@ public final class Raid5Array implements BlockDevice {
             }
             pass.lastCheckpoint = System.nanoTime();
         }
+        int role = failedRole;
+        if (role < 0) {
+            return;
+        }
+        Member target = roles[role];
+        long rowsNow = recoveredRows;
+        try {
+            target.device.flush();
+        } catch (IOException e) {
+            memberFailed(role, e);
+            return;
+        }
         synchronized (stateLock) {
-            writeSuperblocksLocked(false);
+            if (failedRole == role && target.state == Raid5Status.MemberState.REBUILDING) {
+                recoveryCheckpointRows = rowsNow;
+                writeSuperblocksLocked(false);
+            }
         }
     }
 
@@ -2342,7 +2380,7 @@ public final class Raid5Array implements BlockDevice {
         sb.featureMap = (rebuilding ? Md1Superblock.FEATURE_RECOVERY_OFFSET : 0)
                 | (bitmap != null ? Md1Superblock.FEATURE_BITMAP : 0);
         sb.bitmapOffset = bitmap != null ? WriteIntentBitmap.OFFSET_SECTORS : 0;
-        sb.recoveryOffset = rebuilding ? recoveredRows * t.chunkSectors : 0;
+        sb.recoveryOffset = rebuilding ? recoveryCheckpointRows * t.chunkSectors : 0;
         try {
             m.device.write(Md1Superblock.OFFSET_BYTES, sb.encode());
             m.device.flush();
