@@ -1091,7 +1091,7 @@ public final class Raid5Array implements BlockDevice {
             Thread.currentThread().interrupt();
         }
         if (pass.error != null) {
-            return pass.error;
+            return ERROR_PREFIX + pass.error;
         }
         if (pass.watermark < rows) {
             return closed ? "the array was closed" : failed ? "the array failed" : "stopped";
@@ -1100,6 +1100,8 @@ public final class Raid5Array implements BlockDevice {
     }
 
     private static final int SYNC_WORKERS = 2;
+    /** Marks a pass that stopped on an error (as opposed to a request or a state change). */
+    private static final String ERROR_PREFIX = "error: ";
 
     /** One pass's shared state; {@code next} is atomic, the rest is guarded by the pass's monitor. */
     private final class SyncPass {
@@ -1232,6 +1234,12 @@ public final class Raid5Array implements BlockDevice {
         }
         if (stopped != null) {
             LOG.info("{}: {} stopped at member sector {}: {}", name, op.label, syncRow * template.chunkSectors, stopped);
+            if (stopped.startsWith(ERROR_PREFIX) && nextSyncLocked() == op) {
+                // Nothing changed that would make a retry succeed: wait for the operator instead of spinning.
+                frozen = true;
+                LOG.error("{}: {} failed and is frozen; fix the cause, then write idle (or the action) to retry",
+                        name, op.label);
+            }
             return;
         }
         switch (op) {

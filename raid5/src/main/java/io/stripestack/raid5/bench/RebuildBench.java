@@ -79,6 +79,9 @@ public final class RebuildBench {
                 array.failMember(1);
                 long rebuildStart = System.nanoTime();
                 Raid5Files.addSpare(array, spares.get(1), 0);
+                while (!array.syncAction().equals("recover")) {
+                    Thread.onSpinWait();            // the sync thread picks the rebuild up asynchronously
+                }
                 double[] busy = readLatencies(array, 3000, true);
                 long doneSectors = array.syncProgress().doneSectors();
                 double during = (System.nanoTime() - rebuildStart) / 1e9;
