@@ -101,6 +101,9 @@ public final class IscsiInitiator implements Closeable {
     private volatile int expStatSn;
     private final BlockingQueue<NopReply> nopReplies = new ArrayBlockingQueue<>(16);
     private final ByteBuffer[] gather = new ByteBuffer[3];
+    /** Commands holding a task slot now, and the most ever at once. */
+    private final java.util.concurrent.atomic.AtomicInteger inFlight = new java.util.concurrent.atomic.AtomicInteger();
+    private final java.util.concurrent.atomic.AtomicInteger peakInFlight = new java.util.concurrent.atomic.AtomicInteger();
     private final ByteBuffer pad = ByteBuffer.allocate(4);
     private final ByteBuffer empty = ByteBuffer.allocate(0);
     private Negotiated negotiated;
@@ -215,6 +218,11 @@ public final class IscsiInitiator implements Closeable {
     /** The capacity read at login. */
     public Capacity capacity() {
         return capacity;
+    }
+
+    /** The most commands this session ever had outstanding at once (each caller thread holds one). */
+    public int peakCommandsInFlight() {
+        return peakInFlight.get();
     }
 
     public boolean isConnected() {
@@ -530,6 +538,7 @@ public final class IscsiInitiator implements Closeable {
             }
             t.active = false;
             t.buffer = null;
+            inFlight.decrementAndGet();
             freeTasks.add(t);
         }
     }
@@ -569,6 +578,7 @@ public final class IscsiInitiator implements Closeable {
                 throw new IOException(description + ": all " + tasks.length + " command slots stayed busy for "
                         + options.commandTimeout().toSeconds() + " s");
             }
+            peakInFlight.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
             t.generation = (t.generation + 1) & ((1 << (31 - SLOT_BITS)) - 1);
             t.itt = t.generation << SLOT_BITS | t.slot;
             return t;
@@ -1032,6 +1042,7 @@ public final class IscsiInitiator implements Closeable {
             }
         } finally {
             t.active = false;
+            inFlight.decrementAndGet();
             freeTasks.add(t);
             close();
         }

@@ -96,6 +96,11 @@ public final class SoakCommand implements Callable<Integer> {
     @Option(names = "--fail-role", paramLabel = "ROLE", defaultValue = "0", description = "the member role to fail (default 0)")
     int failRole;
 
+    @Option(names = "--add-spare", paramLabel = "FILE",
+            description = "right after the member failure, add FILE (created with the members' size if missing) as a"
+                    + " hot spare: the array rebuilds onto it while the soak goes on")
+    Path addSpare;
+
     @Option(names = "--socket", paramLabel = "PATH",
             description = "with --url and --fail-member-after: the server's admin socket")
     Path socket;
@@ -109,12 +114,12 @@ public final class SoakCommand implements Callable<Integer> {
         PrintStream out = System.out;
         SoakSettings settings = settings();
         SoakDevice device;
-        MemberFailer failer = null;
+        ArrayChaos chaos = null;
         if (target.config != null) {
             InProcessStack stack = InProcessStack.start(ConfigLoader.load(target.config), targetIqn, lun);
             device = stack.device();
             if (settings.failMemberAfter() != null && stack.array() != null) {
-                failer = MemberFailer.of(stack.array());
+                chaos = ArrayChaos.of(stack.array());
             }
         } else {
             device = SoakDevice.of(login());
@@ -123,7 +128,7 @@ public final class SoakCommand implements Callable<Integer> {
                     throw new IllegalArgumentException("--fail-member-after with --url needs --socket PATH (the"
                             + " server's admin socket) and --array NAME");
                 }
-                failer = MemberFailer.viaAdminSocket(socket, array);
+                chaos = ArrayChaos.viaAdminSocket(socket, array);
             }
         }
         // Ctrl-C / SIGTERM: the hook stops the run and waits until the final line is out and the device (and
@@ -131,7 +136,7 @@ public final class SoakCommand implements Callable<Integer> {
         CountDownLatch finished = new CountDownLatch(1);
         Thread hook = null;
         try (device) {
-            SoakRunner runner = new SoakRunner(device, settings, failer, out);
+            SoakRunner runner = new SoakRunner(device, settings, chaos, out);
             hook = new Thread(() -> {
                 runner.stop();
                 try {
@@ -166,7 +171,8 @@ public final class SoakCommand implements Callable<Integer> {
                 .withSpan(span == null ? 0 : Sizes.parse(span))
                 .withSeed(seed != null ? seed : new java.security.SecureRandom().nextLong() & Long.MAX_VALUE)
                 .withPeriods(SoakSettings.parseDuration(reportEvery), sync)
-                .withMemberFailure(failMemberAfter == null ? null : SoakSettings.parseDuration(failMemberAfter), failRole);
+                .withMemberFailure(failMemberAfter == null ? null : SoakSettings.parseDuration(failMemberAfter), failRole)
+                .withSpare(addSpare);
     }
 
     private IscsiInitiator login() throws IOException {

@@ -27,7 +27,7 @@ import java.util.concurrent.atomic.AtomicIntegerArray;
 public final class SoakRunner {
     private final SoakDevice device;
     private final SoakSettings settings;
-    private final MemberFailer failer;
+    private final ArrayChaos chaos;
     private final PrintStream out;
     private final int extentBlocks;
     private final int extents;
@@ -40,15 +40,15 @@ public final class SoakRunner {
     private boolean memberFailed;
 
     /**
-     * @param failer null unless the settings ask for a member failure
+     * @param chaos  null unless the settings ask for a member failure
      * @param out    where summaries and corruption reports go
      */
-    public SoakRunner(SoakDevice device, SoakSettings settings, MemberFailer failer, PrintStream out) {
+    public SoakRunner(SoakDevice device, SoakSettings settings, ArrayChaos chaos, PrintStream out) {
         if (BlockPattern.BLOCK % device.logicalBlockSize() != 0) {
             throw new IllegalArgumentException(device.description() + ": logical block size "
                     + device.logicalBlockSize() + " does not divide the soak's 4 KiB block");
         }
-        if (settings.failMemberAfter() != null && failer == null) {
+        if (settings.failMemberAfter() != null && chaos == null) {
             throw new IllegalArgumentException("a member failure was asked for, but " + device.description()
                     + " has no RAID-5 array below it that the soak can reach (in-process: a LUN on an array;"
                     + " iSCSI: give the admin socket)");
@@ -72,7 +72,7 @@ public final class SoakRunner {
         }
         this.device = device;
         this.settings = settings;
-        this.failer = failer;
+        this.chaos = chaos;
         this.out = out;
         this.table = new GenerationTable(extents * extentBlocks);
         this.extentBusy = new AtomicIntegerArray(extents);
@@ -186,12 +186,16 @@ public final class SoakRunner {
             return;
         }
         memberFailed = true;
+        String when = SoakSettings.format(Duration.ofNanos(elapsedNanos));
         try {
-            out.println("soak: failing member " + settings.failRole() + " at "
-                    + SoakSettings.format(Duration.ofNanos(elapsedNanos)) + ": " + failer.failMember(settings.failRole()));
+            out.println("soak: failing member " + settings.failRole() + " at " + when + ": "
+                    + chaos.failMember(settings.failRole()));
+            if (settings.spare() != null) {
+                out.println("soak: adding spare " + settings.spare() + ": " + chaos.addSpare(settings.spare()));
+            }
         } catch (IOException | RuntimeException e) {
-            if (stats.ioError("failing member " + settings.failRole() + ": " + e.getMessage())) {
-                out.println("soak: failing member " + settings.failRole() + " failed: " + e.getMessage());
+            if (stats.ioError("chaos at " + when + ": " + e.getMessage())) {
+                out.println("soak: chaos action at " + when + " failed: " + e.getMessage());
             }
         }
     }

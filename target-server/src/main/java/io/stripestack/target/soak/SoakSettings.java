@@ -16,9 +16,11 @@ import java.time.Duration;
  * @param syncEvery       period of SYNCHRONIZE CACHE / flush, ZERO for never
  * @param failMemberAfter when to fail a member of the array below, null for never
  * @param failRole        which member role to fail
+ * @param spare           a file to add as a hot spare right after the member failure (rebuilt under load), or null
  */
 public record SoakSettings(Duration duration, int queueDepth, int maxIoBlocks, int readPercent, long seed,
-        long spanBytes, Duration reportEvery, Duration syncEvery, Duration failMemberAfter, int failRole) {
+        long spanBytes, Duration reportEvery, Duration syncEvery, Duration failMemberAfter, int failRole,
+        java.nio.file.Path spare) {
 
     public SoakSettings {
         if (queueDepth < 1 || queueDepth > 1024) {
@@ -30,6 +32,9 @@ public record SoakSettings(Duration duration, int queueDepth, int maxIoBlocks, i
         if (readPercent < 0 || readPercent > 100) {
             throw new IllegalArgumentException("read percentage " + readPercent + " is out of range 0..100");
         }
+        if (spare != null && failMemberAfter == null) {
+            throw new IllegalArgumentException("a spare is added after the member failure: give --fail-member-after too");
+        }
         if (spanBytes < 0) {
             throw new IllegalArgumentException("span " + spanBytes + " is negative");
         }
@@ -37,37 +42,43 @@ public record SoakSettings(Duration duration, int queueDepth, int maxIoBlocks, i
 
     public static SoakSettings defaults() {
         return new SoakSettings(null, 8, 32, 30, System.nanoTime(), 0, Duration.ofSeconds(10), Duration.ofSeconds(5),
-                null, 0);
+                null, 0, null);
     }
 
     public SoakSettings withDuration(Duration d) {
         return new SoakSettings(d, queueDepth, maxIoBlocks, readPercent, seed, spanBytes, reportEvery, syncEvery,
-                failMemberAfter, failRole);
+                failMemberAfter, failRole, spare);
     }
 
     public SoakSettings withLoad(int depth, int ioBlocks, int reads) {
         return new SoakSettings(duration, depth, ioBlocks, reads, seed, spanBytes, reportEvery, syncEvery,
-                failMemberAfter, failRole);
+                failMemberAfter, failRole, spare);
     }
 
     public SoakSettings withSpan(long bytes) {
         return new SoakSettings(duration, queueDepth, maxIoBlocks, readPercent, seed, bytes, reportEvery, syncEvery,
-                failMemberAfter, failRole);
+                failMemberAfter, failRole, spare);
     }
 
     public SoakSettings withSeed(long s) {
         return new SoakSettings(duration, queueDepth, maxIoBlocks, readPercent, s, spanBytes, reportEvery, syncEvery,
-                failMemberAfter, failRole);
+                failMemberAfter, failRole, spare);
     }
 
     public SoakSettings withPeriods(Duration report, Duration sync) {
         return new SoakSettings(duration, queueDepth, maxIoBlocks, readPercent, seed, spanBytes, report, sync,
-                failMemberAfter, failRole);
+                failMemberAfter, failRole, spare);
     }
 
     public SoakSettings withMemberFailure(Duration after, int role) {
         return new SoakSettings(duration, queueDepth, maxIoBlocks, readPercent, seed, spanBytes, reportEvery, syncEvery,
-                after, role);
+                after, role, spare);
+    }
+
+    /** After the member failure, add {@code file} as a hot spare: the array rebuilds onto it under the soak. */
+    public SoakSettings withSpare(java.nio.file.Path file) {
+        return new SoakSettings(duration, queueDepth, maxIoBlocks, readPercent, seed, spanBytes, reportEvery, syncEvery,
+                failMemberAfter, failRole, file);
     }
 
     /** {@code 500ms}, {@code 30s}, {@code 90m}, {@code 2h}, {@code 3d}; a bare number is seconds. */

@@ -144,6 +144,7 @@ class InitiatorAgainstServerTest {
                 for (Future<?> f : results) {
                     f.get();
                 }
+                assertTrue(session.peakCommandsInFlight() > 1, "commands overlapped: " + session.peakCommandsInFlight());
             } finally {
                 pool.shutdownNow();
             }

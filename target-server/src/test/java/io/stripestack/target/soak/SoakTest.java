@@ -28,13 +28,15 @@ import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The soak, briefly: in process and through iSCSI against the real server, each with a member failed mid-run
- * (zero corruption, blocks verified, the array degraded), the CLI end to end, and the proof that the verifier
+ * The soak, briefly: in process (a member failed and a spare rebuilt mid-run) and through iSCSI against the real
+ * server (a member failed through the admin socket): zero corruption, blocks verified; the CLI end to end; and the
+ * proof that the verifier
  * catches corruption planted in a member file below the running stack, naming the LBA and the kind.
  */
 class SoakTest {
@@ -72,12 +74,14 @@ class SoakTest {
     }
 
     @Test
-    void inProcessWithAMemberFailedMidRunFindsNoCorruption() throws Exception {
+    void inProcessWithAMemberFailedAndASpareRebuiltMidRunFindsNoCorruption() throws Exception {
         ByteArrayOutputStream log = new ByteArrayOutputStream();
+        Path spare = dir.resolve("md0/spare.img");
         try (InProcessStack stack = InProcessStack.start(config(), null, 0)) {
             Raid5Array array = stack.array();
-            SoakRunner runner = new SoakRunner(stack.device(), brief(Duration.ofSeconds(3))
-                    .withMemberFailure(Duration.ofSeconds(1), 1), MemberFailer.of(array), new PrintStream(log, true));
+            SoakRunner runner = new SoakRunner(stack.device(), brief(Duration.ofSeconds(4))
+                    .withMemberFailure(Duration.ofSeconds(1), 1).withSpare(spare), ArrayChaos.of(array),
+                    new PrintStream(log, true));
             SoakRunner.Result result = runner.run();
             String output = log.toString(StandardCharsets.UTF_8);
             assertTrue(result.passed(), output);
@@ -85,9 +89,11 @@ class SoakTest {
             assertTrue(runner.stats().blocksVerified() > 100, "blocks verified: " + output);
             assertTrue(runner.stats().blocksWritten() > 100, "blocks written: " + output);
             assertTrue(runner.stats().syncs() > 0, output);
-            assertEquals(Raid5Status.Health.DEGRADED, array.status().health(), output);
-            assertTrue(output.contains("failing member 1"), output);
-            // every block written, read back through the degraded array (rebuilt from parity)
+            assertTrue(output.contains("failing member 1") && output.contains("adding spare " + spare), output);
+            assertTrue(Files.exists(spare), "the spare was created");
+            assertTrue(array.awaitSyncIdle(60, TimeUnit.SECONDS), "rebuild onto the spare: " + array.status().mdstat());
+            assertEquals(Raid5Status.Health.CLEAN, array.status().health(), array.status().mdstat());
+            // every block written, read back from the rebuilt array (the spare now serves role 1)
             assertEquals(0, runner.verifyAll(null), log.toString(StandardCharsets.UTF_8));
             assertTrue(output.contains("soak PASSED"), output);
         }
@@ -103,7 +109,7 @@ class SoakTest {
                     InitiatorOptions.defaults());
             try (SoakDevice device = SoakDevice.of(session)) {
                 SoakRunner runner = new SoakRunner(device, brief(Duration.ofSeconds(3)).withMemberFailure(Duration.ofSeconds(1), 2),
-                        MemberFailer.viaAdminSocket(config.server().adminSocket(), "md0"), new PrintStream(log, true));
+                        ArrayChaos.viaAdminSocket(config.server().adminSocket(), "md0"), new PrintStream(log, true));
                 SoakRunner.Result result = runner.run();
                 String output = log.toString(StandardCharsets.UTF_8);
                 assertTrue(result.passed(), output);
