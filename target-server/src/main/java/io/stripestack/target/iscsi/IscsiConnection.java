@@ -38,6 +38,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     private static final int TMF_ABORT_TASK_SET = 2;
     private static final int TMF_LOGICAL_UNIT_RESET = 5;
     private static final int TMF_TARGET_WARM_RESET = 6;
+    private static final int TMF_TARGET_COLD_RESET = 7;
     private static final int TMF_TASK_REASSIGN = 8;
     private static final int TMF_COMPLETE = 0;
     private static final int TMF_TASK_DOES_NOT_EXIST = 1;
@@ -366,6 +367,20 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         if (interval > 0) {
             nopTimer = ctx.executor().scheduleAtFixedRate(this::checkLiveness, interval, interval, TimeUnit.MILLISECONDS);
         }
+    }
+
+    /**
+     * TARGET COLD RESET (RFC 7143 section 11.5.1): after the response, the target closes every
+     * connection of every session to this target, this one included (after its response is flushed).
+     */
+    private void closeTargetSessionsForColdReset() {
+        log.info("{}: TARGET COLD RESET of {}: closing all its sessions", remote(), target.iqn());
+        for (IscsiConnection other : server.sessions.connections()) {
+            if (other != this && other.target == target) {
+                other.ctx.executor().execute(other.ctx::close);
+            }
+        }
+        closeAfterFlush();
     }
 
     /** Called on another session's event loop: that session replaced this one. */
@@ -783,6 +798,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
                 abortAll(pending, lun);
                 break;
             case TMF_TARGET_WARM_RESET:
+            case TMF_TARGET_COLD_RESET:
                 abortAll(pending, -1);
                 break;
             case TMF_TASK_REASSIGN:
@@ -830,7 +846,8 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
 
     /** Runs the SCSI-side reset off the event loop (it may wait for the device), then answers. */
     private void finishTaskManagement(PendingTaskManagement pending) {
-        if (pending.function != TMF_LOGICAL_UNIT_RESET && pending.function != TMF_TARGET_WARM_RESET) {
+        if (pending.function != TMF_LOGICAL_UNIT_RESET && pending.function != TMF_TARGET_WARM_RESET
+                && pending.function != TMF_TARGET_COLD_RESET) {
             sendTaskManagementResponse(pending.itt, TMF_COMPLETE);
             ctx.flush();
             return;
@@ -850,6 +867,9 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
                         if (ctx.channel().isActive()) {
                             sendTaskManagementResponse(pending.itt, TMF_COMPLETE);
                             ctx.flush();
+                        }
+                        if (pending.function == TMF_TARGET_COLD_RESET) {
+                            closeTargetSessionsForColdReset();
                         }
                     });
                 }

@@ -31,6 +31,11 @@ final class SessionRegistry {
         return sessions.remove(nexus, connection);
     }
 
+    /** A snapshot of every registered session's connection. */
+    synchronized java.util.List<IscsiConnection> connections() {
+        return new java.util.ArrayList<>(sessions.values());
+    }
+
     synchronized int size() {
         return sessions.size();
     }

@@ -112,13 +112,14 @@ public final class StripestackServer implements Closeable {
 
     private void startAll() throws IOException {
         for (ArrayConfig ac : config.arrays().values()) {
-            Raid5Options options = new Raid5Options(ac.stripeCacheSize(), ac.checkParityOnReads(), 0, true,
-                    ac.startDirtyDegraded());
+            Raid5Options options = Raid5Options.defaults().withStripeCacheRows(ac.stripeCacheSize())
+                    .withStartDirtyDegraded(ac.startDirtyDegraded());
             if (ac.members().stream().noneMatch(java.nio.file.Files::exists)) {
                 createdArrays.add(ac.name());
             }
             Raid5Array array = StackBuilder.openArray(ac, options);
             arrays.put(ac.name(), array);
+            array.setCheckParityOnReads(ac.checkParityOnReads());
             registerArrayControls(ac, array);
         }
         readaheadBudget = new ReadaheadBudget(config.server().readaheadBudget());
