@@ -32,7 +32,7 @@ public record SyncProgress(String action, long doneSectors, long totalSectors, l
         StringBuilder s = new StringBuilder("[");
         s.append("=".repeat(filled)).append('>').append(".".repeat(20 - filled)).append("]  ");
         String label = action.equals("recover") ? "recovery" : action;
-        s.append(label).append(" = ").append(String.format(Locale.ROOT, "%3d.%d%%", permille / 10, permille % 10))
+        s.append(label).append(" =").append(String.format(Locale.ROOT, "%3d.%d%%", permille / 10, permille % 10))
                 .append(" (").append(doneSectors / 2).append('/').append(totalSectors / 2).append(')');
         long minutesTenths = etaSeconds < 0 ? -1 : (etaSeconds * 10 + 59) / 60;
         s.append(" finish=").append(minutesTenths < 0 ? "?" : minutesTenths / 10 + "." + minutesTenths % 10).append("min");

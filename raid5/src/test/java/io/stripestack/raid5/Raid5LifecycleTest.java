@@ -223,6 +223,16 @@ class Raid5LifecycleTest {
         }
     }
 
+    /** md prints the percentage with "=%3u.%u%%": one space for 10-99%, two below, none at 100%. */
+    @Test
+    void theProgressLineHasMdstatsShape() {
+        assertEquals("[=>...................]  recovery =  8.5% (3400/40000) finish=1.2min speed=12345K/sec",
+                new SyncProgress("recover", 6800, 80000, 12345, 68).mdstatLine());
+        assertEquals("[====================>]  check =100.0% (40000/40000) finish=0.0min speed=1K/sec",
+                new SyncProgress("check", 80000, 80000, 1, 0).mdstatLine());
+        assertEquals("", new SyncProgress("idle", 0, 80000, 0, -1).mdstatLine());
+    }
+
     @Test
     void aDirtyArrayResyncsAtStartAndADirtyDegradedOneIsRefusedUnlessForced() throws Exception {
         int n = 4;
