@@ -191,6 +191,10 @@ public final class SoakCommand implements Callable<Integer> {
                 Arrays.fill(bytes, (byte) 0);
             }
         }
+        if (url.chapUser() != null && secret == null) {
+            throw new IllegalArgumentException("the URL names CHAP user " + url.chapUser() + " but no secret: give"
+                    + " --chap-secret-file FILE (or USER%SECRET in the URL)");
+        }
         IscsiUrl withSecret = new IscsiUrl(url.host(), url.port(), url.targetIqn(), url.lun(), url.chapUser(), secret);
         try {
             return IscsiInitiator.login(withSecret, InitiatorOptions.defaults());
