@@ -57,11 +57,17 @@ import org.slf4j.LoggerFactory;
  *       are guarded by {@code stateLock}; the failed role and the recovery checkpoint are published in
  *       volatile fields that I/O reads after taking its row locks.</li>
  *   <li>One background thread per array ({@code stripestack-<array>-sync}, started on first need) runs
- *       md's sync actions row by row: resync, recover (rebuild onto a spare), check and repair. It
- *       processes a row as that row's write-slot owner, exactly like a writer, so sync and foreground
- *       writes never interleave within a row. The recovery checkpoint {@code recoveredRows} moves from
- *       {@code r} to {@code r + 1} only while the sync thread owns row {@code r}'s slot: a writer or
- *       reader that holds a row therefore sees a stable answer to "is the new member valid here".</li>
+ *       md's sync actions: resync, recover (rebuild onto a spare), check and repair, with a helper
+ *       thread per pass taking alternate rows. A row is processed by that row's write-slot owner,
+ *       exactly like a write, so sync and foreground writes never interleave within a row; rows
+ *       complete in order (a pass's watermark, guarded by the pass's monitor). The recovery checkpoint
+ *       {@code recoveredRows} moves from {@code r} to {@code r + 1} only while row {@code r}'s slot is
+ *       owned: a writer or reader that holds a row therefore sees a stable answer to "is the new member
+ *       valid here". Sync state (requested action, frozen, needsResync) is guarded by stateLock.</li>
+ *   <li>The write-intent bitmap ({@link WriteIntentBitmap}) has its own monitor, taken by every row
+ *       update for a moment and held while a newly dirty region is recorded on the members; code
+ *       holding it never takes stateLock (lock order: stateLock, then bitmap). A scheduled daemon
+ *       thread ({@code stripestack-<array>-bitmap}) clears idle regions every 5 seconds.</li>
  * </ul>
  *
  * <h2>Lifecycle (md's sync_action)</h2>
@@ -153,7 +159,6 @@ public final class Raid5Array implements BlockDevice {
     private volatile boolean stopSync;
     private volatile SyncOp runningSync;
     private volatile long syncRow;
-    private volatile long syncFromRow;
     private volatile long syncSpeedKiBps;
     private volatile long mismatchSectors;
     private volatile int syncSpeedMin = DEFAULT_SYNC_SPEED_MIN;
@@ -1050,7 +1055,6 @@ public final class Raid5Array implements BlockDevice {
                 }
                 stopSync = false;
                 syncStopReason = null;
-                syncFromRow = from;
                 syncRow = from;
                 syncSpeedKiBps = 0;
                 runningSync = op;
@@ -1075,16 +1079,21 @@ public final class Raid5Array implements BlockDevice {
      */
     private String runPass(SyncOp op, long from) {
         SyncPass pass = new SyncPass(op, from);
-        Thread helper = new Thread(() -> syncWorker(pass), Thread.currentThread().getName() + "-2");
-        helper.setDaemon(true);
-        helper.start();
+        Thread[] helpers = new Thread[SYNC_WORKERS - 1];
+        for (int i = 0; i < helpers.length; i++) {
+            helpers[i] = new Thread(() -> syncWorker(pass), Thread.currentThread().getName() + "-" + (i + 2));
+            helpers[i].setDaemon(true);
+            helpers[i].start();
+        }
         syncWorker(pass);
         boolean interrupted = false;
-        while (helper.isAlive()) {
-            try {
-                helper.join();
-            } catch (InterruptedException e) {
-                interrupted = true;
+        for (Thread helper : helpers) {
+            while (helper.isAlive()) {
+                try {
+                    helper.join();
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
             }
         }
         if (interrupted) {
@@ -1093,7 +1102,11 @@ public final class Raid5Array implements BlockDevice {
         if (pass.error != null) {
             return ERROR_PREFIX + pass.error;
         }
-        if (pass.watermark < rows) {
+        long reached;
+        synchronized (pass) {
+            reached = pass.watermark;
+        }
+        if (reached < rows) {
             return closed ? "the array was closed" : failed ? "the array failed" : "stopped";
         }
         return null;
