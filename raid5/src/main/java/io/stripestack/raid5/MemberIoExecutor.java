@@ -171,6 +171,10 @@ final class MemberIoExecutor implements AutoCloseable {
         ByteBuffer buffer(int i) {
             return buffer[i];
         }
+
+        BlockDevice device(int i) {
+            return device[i];
+        }
     }
 
     private static final class Piece implements Runnable {

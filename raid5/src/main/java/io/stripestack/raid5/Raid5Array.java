@@ -529,11 +529,12 @@ public final class Raid5Array implements BlockDevice {
         stats.countFlush();
         checkUsable(0, true);
         for (Member m : roles) {
+            BlockDevice device = m.device;
             if (m.state == Raid5Status.MemberState.ACTIVE || m.state == Raid5Status.MemberState.REBUILDING) {
                 try {
-                    m.device.flush();
+                    device.flush();
                 } catch (IOException e) {
-                    memberFailed(m.role, e);
+                    memberFailed(m.role, device, e);
                 }
             }
         }
@@ -676,7 +677,7 @@ public final class Raid5Array implements BlockDevice {
             throw new IllegalArgumentException(name + ": member role " + role + " does not exist; roles are 0.."
                     + (members - 1));
         }
-        memberFailed(role, new IOException("failed by operator"));
+        memberFailed(role, null, new IOException("failed by operator"));
     }
 
     /**
@@ -1113,6 +1114,13 @@ public final class Raid5Array implements BlockDevice {
     }
 
     private static final int SYNC_WORKERS = 2;
+
+    /** Whether {@code device} is still the member being rebuilt. */
+    private boolean rebuildingOnto(BlockDevice device) {
+        int role = failedRole;
+        return device != null && role >= 0 && roles[role].state == Raid5Status.MemberState.REBUILDING
+                && roles[role].device == device;
+    }
     /** Marks a pass that stopped on an error (as opposed to a request or a state change). */
     private static final String ERROR_PREFIX = "error: ";
 
@@ -1128,8 +1136,12 @@ public final class Raid5Array implements BlockDevice {
         long lastCheckpoint = System.nanoTime();
         volatile String error;
 
+        /** For recover: the device being rebuilt when the pass started; the pass ends if it is replaced. */
+        final BlockDevice recoverDevice;
+
         SyncPass(SyncOp op, long from) {
             this.op = op;
+            this.recoverDevice = op == SyncOp.RECOVER && failedRole >= 0 ? roles[failedRole].device : null;
             this.dirtyRegionsOnly = op == SyncOp.RESYNC && resyncDirtyRegionsOnly && bitmap != null;
             this.next = new java.util.concurrent.atomic.AtomicLong(from);
             this.meter = new SpeedMeter(0);
@@ -1137,7 +1149,7 @@ public final class Raid5Array implements BlockDevice {
         }
 
         boolean stopping() {
-            return stopSync || closed || failed || error != null;
+            return stopSync || closed || failed || error != null || (op == SyncOp.RECOVER && !rebuildingOnto(recoverDevice));
         }
     }
 
@@ -1164,10 +1176,7 @@ public final class Raid5Array implements BlockDevice {
                 w.pass = null;
             }
             pass.processed.incrementAndGet();
-            if (pass.op == SyncOp.RECOVER && recoveredRows <= row && pass.error == null) {
-                pass.error = "the rebuild was aborted";
-            }
-            if (pass.op == SyncOp.RECOVER && pass.error == null) {
+            if (pass.op == SyncOp.RECOVER && pass.error == null && rebuildingOnto(pass.recoverDevice)) {
                 checkpointRecovery(pass);
             }
         }
@@ -1189,15 +1198,16 @@ public final class Raid5Array implements BlockDevice {
             return;
         }
         Member target = roles[role];
+        BlockDevice device = pass.recoverDevice;
         long rowsNow = recoveredRows;
         try {
-            target.device.flush();
+            device.flush();
         } catch (IOException e) {
-            memberFailed(role, e);
+            memberFailed(role, device, e);
             return;
         }
         synchronized (stateLock) {
-            if (failedRole == role && target.state == Raid5Status.MemberState.REBUILDING) {
+            if (failedRole == role && target.state == Raid5Status.MemberState.REBUILDING && target.device == device) {
                 recoveryCheckpointRows = rowsNow;
                 writeSuperblocksLocked(false);
             }
@@ -1213,8 +1223,7 @@ public final class Raid5Array implements BlockDevice {
         synchronized (pass) {
             while (pass.watermark != row) {
                 if (pass.error != null || failed || closed
-                        || (pass.op == SyncOp.RECOVER && roles[failedRole < 0 ? 0 : failedRole].state
-                        != Raid5Status.MemberState.REBUILDING)) {
+                        || (pass.op == SyncOp.RECOVER && !rebuildingOnto(pass.recoverDevice))) {
                     return false;
                 }
                 try {
@@ -1225,6 +1234,9 @@ public final class Raid5Array implements BlockDevice {
                 }
             }
             if (pass.op == SyncOp.RECOVER) {
+                if (!rebuildingOnto(pass.recoverDevice)) {
+                    return false;
+                }
                 recoveredRows = row + 1;
             } else if (pass.op == SyncOp.RESYNC) {
                 resyncDoneRows = row + 1;
@@ -1367,8 +1379,8 @@ public final class Raid5Array implements BlockDevice {
             try {
                 for (int i = 0; i < batch.size(); i++) {
                     if (batch.error(i) != null) {
-                        repairFailedRead(batch.member(i), batch.offset(i), batch.buffer(i), batch.error(i),
-                                failedNow, recovered);
+                        repairFailedRead(batch.member(i), batch.device(i), batch.offset(i), batch.buffer(i),
+                                batch.error(i), failedNow, recovered);
                     }
                 }
             } finally {
@@ -1391,14 +1403,14 @@ public final class Raid5Array implements BlockDevice {
      * only if that write fails, or at once when the row has no redundancy left. The shared row lock
      * the caller holds keeps writers out, so the rewritten bytes are the row's current contents.
      */
-    private void repairFailedRead(int member, long memberOffset, ByteBuffer piece, IOException error, int failedNow,
-                                  long recovered) throws IOException {
+    private void repairFailedRead(int member, BlockDevice device, long memberOffset, ByteBuffer piece,
+                                  IOException error, int failedNow, long recovered) throws IOException {
         long inData = memberOffset - dataOffset;
         long row = inData / chunk;
         int inChunk = (int) (inData % chunk);
         long arrayOffset = row * rowBytes;
         if (missingIn(row, failedNow, recovered) >= 0 || failed) {
-            memberFailed(member, error);
+            memberFailed(member, device, error);
             checkUsable(arrayOffset, false);
             throw new MediumErrorException(name + ": member " + member + " failed reading row " + row
                     + " while another member was missing", arrayOffset, false, error);
@@ -1409,17 +1421,17 @@ public final class Raid5Array implements BlockDevice {
             rebuild(row, member, inChunk, target, len, arrayOffset);
             degradedReads.increment();
         } catch (MediumErrorException e) {
-            memberFailed(member, error);
+            memberFailed(member, device, error);
             checkUsable(arrayOffset, false);
             throw e;
         }
         try {
-            roles[member].device.write(memberOffset, piece.duplicate().clear());
+            device.write(memberOffset, piece.duplicate().clear());
             readErrorsCorrected.increment();
             LOG.warn("{}: read error on member {} ({}) at byte {} corrected: {} bytes rebuilt from parity and "
                     + "rewritten ({})", name, member, roles[member].displayName, memberOffset, len, error.getMessage());
         } catch (IOException e) {
-            memberFailed(member, e);
+            memberFailed(member, device, e);
         }
     }
 
@@ -1461,19 +1473,20 @@ public final class Raid5Array implements BlockDevice {
             if (m == missing) {
                 continue;
             }
+            BlockDevice device = roles[m].device;
             try {
                 if (first) {
-                    roles[m].device.read(memberOffset, target.duplicate().position(0).limit(len));
+                    device.read(memberOffset, target.duplicate().position(0).limit(len));
                     first = false;
                 } else {
-                    roles[m].device.read(memberOffset, scratch.clear().limit(len));
+                    device.read(memberOffset, scratch.clear().limit(len));
                     ctx.srcs[0] = scratch;
                     ctx.idx[0] = 0;
                     xor.xorInto(target, 0, ctx.srcs, ctx.idx, 1, len);
                 }
             } catch (IOException e) {
                 ctx.srcs[0] = null;
-                memberFailed(m, e);
+                memberFailed(m, device, e);
                 checkUsable(arrayOffset, false);
                 throw new MediumErrorException(name + ": cannot rebuild row " + row + " of member " + missing
                         + ": member " + m + " failed too (" + e.getMessage() + ")", arrayOffset, false, e);
@@ -1505,10 +1518,11 @@ public final class Raid5Array implements BlockDevice {
             long memberOffset = dataOffset + row * chunk + lo;
             for (int m = 0; m < members; m++) {
                 ByteBuffer target = m == 0 ? acc.clear().limit(len) : scratch.clear().limit(len);
+                BlockDevice device = roles[m].device;
                 try {
-                    roles[m].device.read(memberOffset, target);
+                    device.read(memberOffset, target);
                 } catch (IOException e) {
-                    memberFailed(m, e);
+                    memberFailed(m, device, e);
                     return;
                 }
                 if (m > 0) {
@@ -1867,7 +1881,7 @@ public final class Raid5Array implements BlockDevice {
         int target = -1;
         if (op == SyncOp.RECOVER) {
             target = failedRole;
-            if (target < 0 || roles[target].state != Raid5Status.MemberState.REBUILDING || recoveredRows > row) {
+            if (!rebuildingOnto(w.pass.recoverDevice) || recoveredRows > row) {
                 return;                          // the rebuild was aborted meanwhile; the pass sees it
             }
         } else if (failedRole >= 0) {
@@ -1909,11 +1923,9 @@ public final class Raid5Array implements BlockDevice {
                 xor.xorAssign(rebuilt, 0, ctx.srcs, ctx.idx, count, chunk);
                 Arrays.fill(ctx.srcs, null);
                 Bits.setRange(e.valid[targetIndex], 0, blocksPerChunk);
-                addRuns(writes, target, memberOffset, rebuilt, ctx.allBlocks, true);
+                writes.add(target, w.pass.recoverDevice, memberOffset, rebuilt.slice(0, chunk), true);
                 runWrites(slot, writes, row);
-                if (roles[target].state == Raid5Status.MemberState.REBUILDING && failedRole == target) {
-                    completeSyncRow(w.pass, row, 0);
-                }
+                completeSyncRow(w.pass, row, 0);    // does nothing if the rebuild ended meanwhile
             } else {
                 ByteBuffer computed = ctx.parity();
                 for (int i = 0; i < dataDisks; i++) {
@@ -2093,7 +2105,7 @@ public final class Raid5Array implements BlockDevice {
         for (int p = 0; p < pieces; p++) {
             int from = (int) ((reads.offset(p) - memberOffset) / BLOCK);
             if (reads.error(p) != null) {
-                memberFailed(reads.member(p), reads.error(p));
+                memberFailed(reads.member(p), reads.device(p), reads.error(p));
                 ok = false;
             } else {
                 int to = Bits.nextClear(ctx.need[pieceChunk[p]], from, blocksPerChunk);
@@ -2180,7 +2192,7 @@ public final class Raid5Array implements BlockDevice {
         }
         for (int i = 0; i < batch.size(); i++) {
             if (batch.error(i) != null) {
-                memberFailed(batch.member(i), batch.error(i));
+                memberFailed(batch.member(i), batch.device(i), batch.error(i));
             }
         }
         batch.clear();
@@ -2231,10 +2243,18 @@ public final class Raid5Array implements BlockDevice {
     /**
      * Marks member {@code role} faulty (once) and records it in the other members' superblocks; a
      * rebuilding member that fails ends its rebuild. Then a spare, if any, starts replacing it.
+     *
+     * @param device the device whose I/O failed, or null for the role's current one (operator); an error
+     *               of a device that has since been replaced by a spare is ignored
      */
-    private void memberFailed(int role, Throwable cause) {
+    private void memberFailed(int role, BlockDevice device, Throwable cause) {
         synchronized (stateLock) {
             Member m = roles[role];
+            if (device != null && m.device != device) {
+                LOG.debug("{}: ignoring an error of {}, which no longer holds member {}: {}", name, device.name(), role,
+                        cause.getMessage());
+                return;
+            }
             if (m.state == Raid5Status.MemberState.REBUILDING) {
                 recoveredRows = 0;
                 m.state = Raid5Status.MemberState.FAULTY;
@@ -2360,7 +2380,7 @@ public final class Raid5Array implements BlockDevice {
     private void bitmapWriteFailed(long failedRoles) {
         for (int role = 0; role < members; role++) {
             if ((failedRoles & (1L << role)) != 0) {
-                memberFailed(role, new IOException("writing the write-intent bitmap failed"));
+                memberFailed(role, null, new IOException("writing the write-intent bitmap failed"));
             }
         }
     }

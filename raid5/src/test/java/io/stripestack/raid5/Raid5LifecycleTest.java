@@ -157,6 +157,50 @@ class Raid5LifecycleTest {
     }
 
     @Test
+    void aReplacementFailingDuringItsRebuildIsReplacedByTheNextSpare() throws Exception {
+        int rows = 40;
+        List<FaultInjectingBlockDevice> members = faulty(memoryMembers(4, CHUNK, rows));
+        try (Raid5Array array = create(members)) {
+            byte[] model = new byte[(int) array.size()];
+            new Random(8).nextBytes(model);
+            array.write(0, ByteBuffer.wrap(model));
+            FaultInjectingBlockDevice flaky = new FaultInjectingBlockDevice(spare("flaky", rows));
+            MemoryBlockDevice good = spare("good", rows);
+            array.setSyncAction("frozen");      // both spares are in place before the rebuild starts
+            array.failMember(3);
+            array.addSpare(flaky);
+            array.addSpare(good);
+            flaky.failFromIo(flaky.ioCount() + 12);
+            array.setSyncAction("idle");
+            await(array);
+            Raid5Status status = array.status();
+            assertEquals(Raid5Status.Health.CLEAN, status.health(), status.mdstat());
+            assertEquals("good", status.members().get(3).device());
+            assertArrayEquals(model, readAll(array));
+            assertParityConsistent(currentMembers(members, 3, good), CHUNK, rows);
+        }
+    }
+
+    @Test
+    void aSecondMemberFailingDuringARebuildFailsTheArrayWithoutWrongData() throws Exception {
+        int rows = 40;
+        List<FaultInjectingBlockDevice> members = faulty(memoryMembers(3, CHUNK, rows));
+        try (Raid5Array array = create(members)) {
+            array.write(0, ByteBuffer.wrap(new byte[(int) array.size()]));
+            array.setSyncAction("frozen");
+            array.failMember(0);
+            array.addSpare(spare("spare", rows));
+            members.get(1).failDirections(true, false);
+            members.get(1).failFromIo(members.get(1).ioCount() + 10);
+            array.setSyncAction("idle");
+            await(array);
+            assertEquals(Raid5Status.Health.FAILED, array.status().health());
+            assertThrows(io.stripestack.blockdev.MediumErrorException.class,
+                    () -> array.read(0, ByteBuffer.allocate((int) array.size())));
+        }
+    }
+
+    @Test
     void checkCountsInjectedMismatchesRepairFixesThem() throws Exception {
         int n = 4;
         int rows = 12;
