@@ -522,11 +522,12 @@ public final class Raid5Array implements BlockDevice {
     @Override
     public void flush() throws IOException {
         checkOpen();
+        stats.countFlush();
         flushMembers();
     }
 
+    /** Flushes every member holding a role (also used by close and the bitmap daemon, not counted as a flush). */
     private void flushMembers() throws IOException {
-        stats.countFlush();
         checkUsable(0, true);
         for (Member m : roles) {
             BlockDevice device = m.device;
