@@ -12,8 +12,9 @@ import org.slf4j.LoggerFactory;
  * chunk-sized buffers once per JVM, and the fastest one is used from then on.
  *
  * <p>Every routine computes {@code dst[d, d+len) ^= src0[s0, s0+len) ^ src1[...] ^ ...} with absolute
- * indices (no buffer position changes). Buffers must all have the same byte order (the array makes its
- * views native-order); lengths are multiples of 8 (the array works in 512-byte blocks).
+ * indices (no buffer position changes). Lengths are multiples of 8 (the array works in 512-byte blocks).
+ * The raw routines give the right bytes for any byte orders; the buffer-accessor ones need all buffers
+ * in one order (the array makes its views native-order).
  *
  * <p>Concurrency: routines are stateless and thread-safe; {@link #best()} is computed once under the
  * class-initialisation lock of a holder class.
@@ -76,31 +77,27 @@ public abstract class Xor {
         }
     };
 
-    /** 64 bits at a time, one source per pass over the destination. */
-    static final Xor LONG_PER_SOURCE = new Xor("long-1src") {
-        @Override
-        public void xorInto(ByteBuffer dst, int d, ByteBuffer[] srcs, int[] s, int count, int length) {
-            for (int k = 0; k < count; k++) {
-                ByteBuffer src = srcs[k];
-                int si = s[k];
-                for (int i = 0; i < length; i += 8) {
-                    dst.putLong(d + i, dst.getLong(d + i) ^ src.getLong(si + i));
-                }
-            }
-        }
-    };
-
-    /** 64 bits at a time, up to {@code arity} sources folded per pass (like the kernel's xor_N functions). */
-    private static final class FixedArity extends Xor {
+    /**
+     * Up to {@code arity} sources folded into the destination per pass over it, like the kernel's xor_N
+     * functions: each pass reads the destination and N sources and writes the destination once, so
+     * fewer passes mean less memory traffic. Loops have a fixed number of sources; a loop over the
+     * sources inside the loop over the bytes keeps the JIT from keeping the sum in a register, which
+     * measured 3-11 GB/s where fixed-arity loops reach the buffers' bandwidth.
+     */
+    private abstract static class FixedArity extends Xor {
         private final int arity;
 
-        FixedArity(int arity) {
-            super("long-" + arity + "src");
+        FixedArity(String kind, int arity) {
+            super(kind + "-" + arity + "src");
             this.arity = arity;
         }
 
         @Override
-        public void xorInto(ByteBuffer dst, int d, ByteBuffer[] srcs, int[] s, int count, int length) {
+        public final void xorInto(ByteBuffer dst, int d, ByteBuffer[] srcs, int[] s, int count, int length) {
+            if ((length & 7) != 0) {
+                throw new IllegalArgumentException("XOR length " + length + " is not a multiple of 8 bytes;"
+                        + " the array XORs whole 512-byte blocks");
+            }
             int k = 0;
             while (k < count) {
                 int left = count - k;
@@ -120,27 +117,54 @@ public abstract class Xor {
             }
         }
 
-        private static void pass1(ByteBuffer dst, int d, ByteBuffer a, int ai, int length) {
+        abstract void pass1(ByteBuffer dst, int d, ByteBuffer a, int ai, int length);
+
+        abstract void pass2(ByteBuffer dst, int d, ByteBuffer a, int ai, ByteBuffer b, int bi, int length);
+
+        abstract void pass3(ByteBuffer dst, int d, ByteBuffer a, int ai, ByteBuffer b, int bi,
+                            ByteBuffer c, int ci, int length);
+
+        abstract void pass4(ByteBuffer dst, int d, ByteBuffer a, int ai, ByteBuffer b, int bi,
+                            ByteBuffer c, int ci, ByteBuffer e, int ei, int length);
+    }
+
+    /**
+     * Fixed arity through the buffers' own absolute getLong/putLong: portable, bounds-checked per
+     * access, kept as the reference the raw routines are compared with. Buffers must share one byte
+     * order. Slower than it looks: JDK 17's C2 does not vectorize buffer accessors, and where callers
+     * pass buffers of several classes (direct, heap, read-only, views) the accessor calls stop being
+     * inlined.
+     */
+    private static final class BufferLongs extends FixedArity {
+        BufferLongs(int arity) {
+            super("long", arity);
+        }
+
+        @Override
+        void pass1(ByteBuffer dst, int d, ByteBuffer a, int ai, int length) {
             for (int i = 0; i < length; i += 8) {
                 dst.putLong(d + i, dst.getLong(d + i) ^ a.getLong(ai + i));
             }
         }
 
-        private static void pass2(ByteBuffer dst, int d, ByteBuffer a, int ai, ByteBuffer b, int bi, int length) {
+        @Override
+        void pass2(ByteBuffer dst, int d, ByteBuffer a, int ai, ByteBuffer b, int bi, int length) {
             for (int i = 0; i < length; i += 8) {
                 dst.putLong(d + i, dst.getLong(d + i) ^ a.getLong(ai + i) ^ b.getLong(bi + i));
             }
         }
 
-        private static void pass3(ByteBuffer dst, int d, ByteBuffer a, int ai, ByteBuffer b, int bi,
-                                  ByteBuffer c, int ci, int length) {
+        @Override
+        void pass3(ByteBuffer dst, int d, ByteBuffer a, int ai, ByteBuffer b, int bi,
+                   ByteBuffer c, int ci, int length) {
             for (int i = 0; i < length; i += 8) {
                 dst.putLong(d + i, dst.getLong(d + i) ^ a.getLong(ai + i) ^ b.getLong(bi + i) ^ c.getLong(ci + i));
             }
         }
 
-        private static void pass4(ByteBuffer dst, int d, ByteBuffer a, int ai, ByteBuffer b, int bi,
-                                  ByteBuffer c, int ci, ByteBuffer e, int ei, int length) {
+        @Override
+        void pass4(ByteBuffer dst, int d, ByteBuffer a, int ai, ByteBuffer b, int bi,
+                   ByteBuffer c, int ci, ByteBuffer e, int ei, int length) {
             for (int i = 0; i < length; i += 8) {
                 dst.putLong(d + i, dst.getLong(d + i) ^ a.getLong(ai + i) ^ b.getLong(bi + i)
                         ^ c.getLong(ci + i) ^ e.getLong(ei + i));
@@ -148,13 +172,204 @@ public abstract class Xor {
         }
     }
 
-    static final Xor LONG_2SRC = new FixedArity(2);
-    static final Xor LONG_3SRC = new FixedArity(3);
-    static final Xor LONG_4SRC = new FixedArity(4);
+    /**
+     * Fixed arity on raw memory through {@link RawMemory}: one bounds check per buffer per pass, then
+     * plain 64-bit loads and stores with no call into the buffer classes, so the loop is the same
+     * whatever mix of direct, heap and read-only buffers the callers pass. XOR works byte by byte, and
+     * a long is loaded and stored in the same (native) order, so any byte orders, even mixed, give the
+     * right bytes.
+     */
+    private static final class RawLongs extends FixedArity {
+        RawLongs(int arity) {
+            super("raw", arity);
+        }
+
+        @Override
+        void pass1(ByteBuffer dst, int d, ByteBuffer a, int ai, int length) {
+            Object dBase = RawMemory.writableBase(dst);
+            long dAt = RawMemory.address(dst, d, length);
+            Object aBase = RawMemory.base(a);
+            long aAt = RawMemory.address(a, ai, length);
+            for (int i = 0; i < length; i += 8) {
+                RawMemory.putLong(dBase, dAt + i, RawMemory.getLong(dBase, dAt + i) ^ RawMemory.getLong(aBase, aAt + i));
+            }
+            RawMemory.keepAlive(dst);
+            RawMemory.keepAlive(a);
+        }
+
+        @Override
+        void pass2(ByteBuffer dst, int d, ByteBuffer a, int ai, ByteBuffer b, int bi, int length) {
+            Object dBase = RawMemory.writableBase(dst);
+            long dAt = RawMemory.address(dst, d, length);
+            Object aBase = RawMemory.base(a);
+            long aAt = RawMemory.address(a, ai, length);
+            Object bBase = RawMemory.base(b);
+            long bAt = RawMemory.address(b, bi, length);
+            for (int i = 0; i < length; i += 8) {
+                RawMemory.putLong(dBase, dAt + i, RawMemory.getLong(dBase, dAt + i)
+                        ^ RawMemory.getLong(aBase, aAt + i) ^ RawMemory.getLong(bBase, bAt + i));
+            }
+            RawMemory.keepAlive(dst);
+            RawMemory.keepAlive(a);
+            RawMemory.keepAlive(b);
+        }
+
+        @Override
+        void pass3(ByteBuffer dst, int d, ByteBuffer a, int ai, ByteBuffer b, int bi,
+                   ByteBuffer c, int ci, int length) {
+            Object dBase = RawMemory.writableBase(dst);
+            long dAt = RawMemory.address(dst, d, length);
+            Object aBase = RawMemory.base(a);
+            long aAt = RawMemory.address(a, ai, length);
+            Object bBase = RawMemory.base(b);
+            long bAt = RawMemory.address(b, bi, length);
+            Object cBase = RawMemory.base(c);
+            long cAt = RawMemory.address(c, ci, length);
+            for (int i = 0; i < length; i += 8) {
+                RawMemory.putLong(dBase, dAt + i, RawMemory.getLong(dBase, dAt + i)
+                        ^ RawMemory.getLong(aBase, aAt + i) ^ RawMemory.getLong(bBase, bAt + i)
+                        ^ RawMemory.getLong(cBase, cAt + i));
+            }
+            RawMemory.keepAlive(dst);
+            RawMemory.keepAlive(a);
+            RawMemory.keepAlive(b);
+            RawMemory.keepAlive(c);
+        }
+
+        @Override
+        void pass4(ByteBuffer dst, int d, ByteBuffer a, int ai, ByteBuffer b, int bi,
+                   ByteBuffer c, int ci, ByteBuffer e, int ei, int length) {
+            Object dBase = RawMemory.writableBase(dst);
+            long dAt = RawMemory.address(dst, d, length);
+            Object aBase = RawMemory.base(a);
+            long aAt = RawMemory.address(a, ai, length);
+            Object bBase = RawMemory.base(b);
+            long bAt = RawMemory.address(b, bi, length);
+            Object cBase = RawMemory.base(c);
+            long cAt = RawMemory.address(c, ci, length);
+            Object eBase = RawMemory.base(e);
+            long eAt = RawMemory.address(e, ei, length);
+            for (int i = 0; i < length; i += 8) {
+                RawMemory.putLong(dBase, dAt + i, RawMemory.getLong(dBase, dAt + i)
+                        ^ RawMemory.getLong(aBase, aAt + i) ^ RawMemory.getLong(bBase, bAt + i)
+                        ^ RawMemory.getLong(cBase, cAt + i) ^ RawMemory.getLong(eBase, eAt + i));
+            }
+            RawMemory.keepAlive(dst);
+            RawMemory.keepAlive(a);
+            RawMemory.keepAlive(b);
+            RawMemory.keepAlive(c);
+            RawMemory.keepAlive(e);
+        }
+    }
+
+    /**
+     * Raw access to a ByteBuffer's bytes through sun.misc.Unsafe (module jdk.unsupported, readable
+     * without flags): the backing array (null for direct memory) and the {@code address} field of
+     * java.nio.Buffer, which JDK 17 keeps for both kinds (the native address of byte 0 of a direct
+     * buffer, the array base offset plus the buffer's offset of a heap one). That layout is an
+     * implementation detail, so it is verified once when this class initialises; where it is missing or
+     * differs, {@link #AVAILABLE} is false and the raw routines are not candidates.
+     *
+     * <p>Nothing here may read or write outside a buffer: {@link #address} checks the range against the
+     * buffer's limit before any access, as the buffers' own absolute accessors would.
+     */
+    private static final class RawMemory {
+        private static final sun.misc.Unsafe UNSAFE;
+        private static final long ADDRESS_FIELD;
+        private static final long ARRAY_FIELD;
+        static final boolean AVAILABLE;
+
+        static {
+            sun.misc.Unsafe unsafe = null;
+            long address = -1;
+            long array = -1;
+            boolean verified = false;
+            try {
+                java.lang.reflect.Field theUnsafe = sun.misc.Unsafe.class.getDeclaredField("theUnsafe");
+                theUnsafe.setAccessible(true);
+                unsafe = (sun.misc.Unsafe) theUnsafe.get(null);
+                address = unsafe.objectFieldOffset(java.nio.Buffer.class.getDeclaredField("address"));
+                array = unsafe.objectFieldOffset(ByteBuffer.class.getDeclaredField("hb"));
+                verified = layoutHolds(unsafe, address, array);
+            } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
+                LOG.debug("xor: raw buffer access unavailable ({}), using buffer accessors only", e.toString());
+            }
+            UNSAFE = unsafe;
+            ADDRESS_FIELD = address;
+            ARRAY_FIELD = array;
+            AVAILABLE = verified;
+        }
+
+        private RawMemory() {
+        }
+
+        /** Writes through the raw view of a heap slice and a direct slice and reads back through the buffers. */
+        private static boolean layoutHolds(sun.misc.Unsafe unsafe, long addressField, long arrayField) {
+            ByteBuffer heap = ByteBuffer.wrap(new byte[32], 8, 16).slice().order(ByteOrder.nativeOrder());
+            ByteBuffer direct = ByteBuffer.allocateDirect(32).position(8).limit(24).slice().order(ByteOrder.nativeOrder());
+            for (ByteBuffer probe : new ByteBuffer[] {heap, direct}) {
+                Object base = unsafe.getObject(probe, arrayField);
+                if ((base == null) != probe.isDirect()) {
+                    LOG.debug("xor: raw buffer layout not as expected, using buffer accessors only");
+                    return false;
+                }
+                long at = unsafe.getLong(probe, addressField);
+                unsafe.putLong(base, at + 4, 0x0102030405060708L);
+                if (probe.getLong(4) != 0x0102030405060708L || probe.get(3) != 0 || probe.get(12) != 0) {
+                    LOG.debug("xor: raw buffer addresses not as expected, using buffer accessors only");
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        /** The array behind a heap buffer, or null for direct memory. */
+        static Object base(ByteBuffer buf) {
+            return UNSAFE.getObject(buf, ARRAY_FIELD);
+        }
+
+        static Object writableBase(ByteBuffer buf) {
+            if (buf.isReadOnly()) {
+                throw new java.nio.ReadOnlyBufferException();
+            }
+            return base(buf);
+        }
+
+        /** Raw offset of {@code buf}'s byte {@code index}, after checking {@code [index, index+length)} is below its limit. */
+        static long address(ByteBuffer buf, int index, int length) {
+            java.util.Objects.checkFromIndexSize(index, length, buf.limit());
+            return UNSAFE.getLong(buf, ADDRESS_FIELD) + index;
+        }
+
+        static long getLong(Object base, long at) {
+            return UNSAFE.getLong(base, at);
+        }
+
+        static void putLong(Object base, long at, long value) {
+            UNSAFE.putLong(base, at, value);
+        }
+
+        /**
+         * Keeps direct buffers reachable until their raw addresses are no longer used: a direct buffer's
+         * memory is freed when the buffer is collected, and only the raw address is live in the loop.
+         */
+        static void keepAlive(ByteBuffer buf) {
+            java.lang.ref.Reference.reachabilityFence(buf);
+        }
+    }
+
+    static final Xor LONG_2SRC = new BufferLongs(2);
+    static final Xor LONG_3SRC = new BufferLongs(3);
+    static final Xor LONG_4SRC = new BufferLongs(4);
+    static final Xor RAW_2SRC = new RawLongs(2);
+    static final Xor RAW_3SRC = new RawLongs(3);
+    static final Xor RAW_4SRC = new RawLongs(4);
 
     /** Every candidate, in the order they are measured. */
     public static List<Xor> candidates() {
-        return List.of(BYTE_LOOP, LONG_PER_SOURCE, LONG_2SRC, LONG_3SRC, LONG_4SRC);
+        return RawMemory.AVAILABLE
+                ? List.of(BYTE_LOOP, LONG_2SRC, LONG_3SRC, LONG_4SRC, RAW_2SRC, RAW_3SRC, RAW_4SRC)
+                : List.of(BYTE_LOOP, LONG_2SRC, LONG_3SRC, LONG_4SRC);
     }
 
     /** The fastest routine on this machine, measured (and logged) on first use. */
