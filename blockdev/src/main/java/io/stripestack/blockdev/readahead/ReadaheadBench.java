@@ -14,6 +14,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * A quick comparison over a temporary file: sequential 128 KiB reads at queue depth 1 with readahead off,
@@ -133,8 +134,12 @@ public final class ReadaheadBench {
                 device.read(at, buffer.clear());
             }
             long took = System.nanoTime() - started;
-            // Restart the streams and return what the region left prefetched, so each region starts cold.
+            // Restart the streams and return what the region left prefetched, so each region starts cold,
+            // and let prefetches still in flight finish: their reads must not slow the next variant down.
             device.setReadAheadKb(readAheadKb);
+            while (budget.inUseBytes() > 0) {
+                LockSupport.parkNanos(100_000);
+            }
             return account(to - from, (to - from) / requestBytes, took);
         }
 
