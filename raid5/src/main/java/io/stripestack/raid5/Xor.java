@@ -174,10 +174,15 @@ public abstract class Xor {
 
     /**
      * Fixed arity on raw memory through {@link RawMemory}: one bounds check per buffer per pass, then
-     * plain 64-bit loads and stores with no call into the buffer classes, so the loop is the same
-     * whatever mix of direct, heap and read-only buffers the callers pass. XOR works byte by byte, and
-     * a long is loaded and stored in the same (native) order, so any byte orders, even mixed, give the
-     * right bytes.
+     * plain 64-bit loads and stores with no call into the buffer classes, so the loop does not depend
+     * on which buffer classes the callers pass. XOR works byte by byte, and a long is loaded and stored
+     * in the same (native) order, so any byte orders, even mixed, give the right bytes.
+     *
+     * <p>Each pass has two loops. When every buffer is direct (the array's own buffers) the loop
+     * addresses native memory only; when any buffer is on the heap it goes through base object plus
+     * offset. Kept apart because C2 compiles an Unsafe access whose base may be either an object or
+     * null with memory barriers around it: one shared loop ran at half speed once the JVM had seen heap
+     * buffers (XorBench profile=mixed).
      */
     private static final class RawLongs extends FixedArity {
         RawLongs(int arity) {
@@ -190,8 +195,14 @@ public abstract class Xor {
             long dAt = RawMemory.address(dst, d, length);
             Object aBase = RawMemory.base(a);
             long aAt = RawMemory.address(a, ai, length);
-            for (int i = 0; i < length; i += 8) {
-                RawMemory.putLong(dBase, dAt + i, RawMemory.getLong(dBase, dAt + i) ^ RawMemory.getLong(aBase, aAt + i));
+            if (dBase == null && aBase == null) {
+                for (int i = 0; i < length; i += 8) {
+                    RawMemory.putLong(dAt + i, RawMemory.getLong(dAt + i) ^ RawMemory.getLong(aAt + i));
+                }
+            } else {
+                for (int i = 0; i < length; i += 8) {
+                    RawMemory.putLong(dBase, dAt + i, RawMemory.getLong(dBase, dAt + i) ^ RawMemory.getLong(aBase, aAt + i));
+                }
             }
             RawMemory.keepAlive(dst);
             RawMemory.keepAlive(a);
@@ -205,9 +216,16 @@ public abstract class Xor {
             long aAt = RawMemory.address(a, ai, length);
             Object bBase = RawMemory.base(b);
             long bAt = RawMemory.address(b, bi, length);
-            for (int i = 0; i < length; i += 8) {
-                RawMemory.putLong(dBase, dAt + i, RawMemory.getLong(dBase, dAt + i)
-                        ^ RawMemory.getLong(aBase, aAt + i) ^ RawMemory.getLong(bBase, bAt + i));
+            if (dBase == null && aBase == null && bBase == null) {
+                for (int i = 0; i < length; i += 8) {
+                    RawMemory.putLong(dAt + i, RawMemory.getLong(dAt + i)
+                            ^ RawMemory.getLong(aAt + i) ^ RawMemory.getLong(bAt + i));
+                }
+            } else {
+                for (int i = 0; i < length; i += 8) {
+                    RawMemory.putLong(dBase, dAt + i, RawMemory.getLong(dBase, dAt + i)
+                            ^ RawMemory.getLong(aBase, aAt + i) ^ RawMemory.getLong(bBase, bAt + i));
+                }
             }
             RawMemory.keepAlive(dst);
             RawMemory.keepAlive(a);
@@ -225,10 +243,17 @@ public abstract class Xor {
             long bAt = RawMemory.address(b, bi, length);
             Object cBase = RawMemory.base(c);
             long cAt = RawMemory.address(c, ci, length);
-            for (int i = 0; i < length; i += 8) {
-                RawMemory.putLong(dBase, dAt + i, RawMemory.getLong(dBase, dAt + i)
-                        ^ RawMemory.getLong(aBase, aAt + i) ^ RawMemory.getLong(bBase, bAt + i)
-                        ^ RawMemory.getLong(cBase, cAt + i));
+            if (dBase == null && aBase == null && bBase == null && cBase == null) {
+                for (int i = 0; i < length; i += 8) {
+                    RawMemory.putLong(dAt + i, RawMemory.getLong(dAt + i)
+                            ^ RawMemory.getLong(aAt + i) ^ RawMemory.getLong(bAt + i) ^ RawMemory.getLong(cAt + i));
+                }
+            } else {
+                for (int i = 0; i < length; i += 8) {
+                    RawMemory.putLong(dBase, dAt + i, RawMemory.getLong(dBase, dAt + i)
+                            ^ RawMemory.getLong(aBase, aAt + i) ^ RawMemory.getLong(bBase, bAt + i)
+                            ^ RawMemory.getLong(cBase, cAt + i));
+                }
             }
             RawMemory.keepAlive(dst);
             RawMemory.keepAlive(a);
@@ -249,10 +274,18 @@ public abstract class Xor {
             long cAt = RawMemory.address(c, ci, length);
             Object eBase = RawMemory.base(e);
             long eAt = RawMemory.address(e, ei, length);
-            for (int i = 0; i < length; i += 8) {
-                RawMemory.putLong(dBase, dAt + i, RawMemory.getLong(dBase, dAt + i)
-                        ^ RawMemory.getLong(aBase, aAt + i) ^ RawMemory.getLong(bBase, bAt + i)
-                        ^ RawMemory.getLong(cBase, cAt + i) ^ RawMemory.getLong(eBase, eAt + i));
+            if (dBase == null && aBase == null && bBase == null && cBase == null && eBase == null) {
+                for (int i = 0; i < length; i += 8) {
+                    RawMemory.putLong(dAt + i, RawMemory.getLong(dAt + i)
+                            ^ RawMemory.getLong(aAt + i) ^ RawMemory.getLong(bAt + i)
+                            ^ RawMemory.getLong(cAt + i) ^ RawMemory.getLong(eAt + i));
+                }
+            } else {
+                for (int i = 0; i < length; i += 8) {
+                    RawMemory.putLong(dBase, dAt + i, RawMemory.getLong(dBase, dAt + i)
+                            ^ RawMemory.getLong(aBase, aAt + i) ^ RawMemory.getLong(bBase, bAt + i)
+                            ^ RawMemory.getLong(cBase, cAt + i) ^ RawMemory.getLong(eBase, eAt + i));
+                }
             }
             RawMemory.keepAlive(dst);
             RawMemory.keepAlive(a);
@@ -339,6 +372,15 @@ public abstract class Xor {
         static long address(ByteBuffer buf, int index, int length) {
             java.util.Objects.checkFromIndexSize(index, length, buf.limit());
             return UNSAFE.getLong(buf, ADDRESS_FIELD) + index;
+        }
+
+        /** A long of native memory; {@code at} comes from {@link #address} of a direct buffer. */
+        static long getLong(long at) {
+            return UNSAFE.getLong(at);
+        }
+
+        static void putLong(long at, long value) {
+            UNSAFE.putLong(at, value);
         }
 
         static long getLong(Object base, long at) {
