@@ -32,9 +32,14 @@ import org.slf4j.LoggerFactory;
  * therefore never prefetch, and a read at least as large as {@code read_ahead_kb} prefetches nothing
  * (its own size already gives the device below the large I/O readahead would).
  *
+ * <p>Prefetch I/O: a window is one read below (within the device's maxTransfer) into a run of segments
+ * adjacent in memory ({@link ReadaheadBudget#tryAcquireRun}); when the budget has no run that long, the
+ * window takes several. A reader faster than the device asks for a window while it is still loading,
+ * which issues the next: two windows are in flight, one per prefetch thread.
+ *
  * <p>Serving: a read whose every segment is READY is copied from the segments (a hit). If all its
- * segments are held but some are still queued, the reader takes one off the queue and fetches it itself
- * (neither waiting behind other prefetches nor reading the blocks twice); if some are being read, it
+ * segments are held but some are still queued, the reader takes one's run off the queue and fetches it
+ * itself (neither waiting behind other prefetches nor reading the blocks twice); if some are being read, it
  * waits for them. If any is missing, it goes to the device below itself (a miss) and gets that device's
  * error, if any. A failed prefetch is dropped and reported to nobody: its readers then miss.
  *
@@ -49,8 +54,9 @@ import org.slf4j.LoggerFactory;
  * atomic with respect to every hit. I/O below (misses, prefetch reads, writes) runs without it. Prefetch
  * reads run on this device's own executor of {@code prefetchThreads} daemon threads named
  * {@code readahead-<device>-<n>}; its queue is bounded by the budget's segment count, and each queued task
- * holds a segment, so a submission is never rejected. Readers waiting for a LOADING segment wait on
- * the lock's condition, signalled whenever a load ends or a segment still loading is dropped.
+ * (a run's first segment) holds a segment, so a submission is never rejected. Readers waiting for a
+ * LOADING segment wait on the lock's condition, signalled whenever a load ends or a segment still loading
+ * is dropped. With readahead off a read takes no lock: turning it off dropped everything held.
  */
 public final class ReadaheadBlockDevice implements BlockDevice {
     private static final Logger log = LoggerFactory.getLogger(ReadaheadBlockDevice.class);
