@@ -244,8 +244,10 @@ class IscsiConnectionTest {
             assertEquals(0, taskManagement(i, 1, 0x7778, i.cmdSn).byte2(), "not yet received: complete");
             assertEquals(0, taskManagement(i, 5, 0).byte2(), "LUN reset");
             assertEquals(0, taskManagement(i, 6, 0).byte2(), "target warm reset");
-            assertEquals(5, taskManagement(i, 7, 0).byte2(), "cold reset not supported");
             assertEquals(4, taskManagement(i, 8, 0).byte2(), "task reassign at ERL 0");
+            assertEquals(0, taskManagement(i, 7, 0).byte2(), "target cold reset completes");
+            i.channel.runPendingTasks();
+            assertFalse(i.channel.isActive(), "and then the target closes the session's connection (RFC 7143 11.5.1)");
         }
     }
 
