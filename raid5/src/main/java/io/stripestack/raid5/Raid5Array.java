@@ -12,6 +12,8 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.StampedLock;
@@ -28,8 +30,9 @@ import org.slf4j.LoggerFactory;
  *   <li><b>Healthy read</b>: split at chunk boundaries; each piece is read from its member straight into
  *       a slice of the caller's buffer (no copy, no cache, parity never read); pieces on different
  *       members run in parallel on the {@link MemberIoExecutor} threads.</li>
- *   <li><b>Full-row write</b>: parity is XORed from slices of the caller's buffer into a per-thread
- *       parity buffer; all n members are written in parallel; no member is read.</li>
+ *   <li><b>Full-row write</b> (one caller's, or several callers' writes that together cover the row):
+ *       parity is XORed from slices of the callers' buffers into a per-thread parity buffer; all n
+ *       members are written in parallel; no member is read, nothing is copied.</li>
  *   <li><b>Partial write</b>: goes through the row's {@link StripeCache} entry: the blocks still needed
  *       are pre-read (read-modify-write or reconstruct-write, whichever reads fewer blocks not already
  *       cached), the new data is copied into the entry, parity is recomputed over the touched columns,
@@ -46,7 +49,9 @@ import org.slf4j.LoggerFactory;
  *       whose request reached the idle slot first, or the one the previous owner hands over to). The
  *       owner takes the queued writes for the same row that do not overlap each other (md-style batching:
  *       concurrent writes that together fill a row need no pre-reads), processes them as one row update,
- *       completes them, and hands the slot to the next waiter. The slot's queue and owner flag are
+ *       completes them, and hands the slot to the next waiter. An owner whose writes cover the row only
+ *       partly may first wait on the slot's monitor (bounded, see {@code worthHolding}) while another
+ *       write that will add to the row is in progress; submitters wake it. The slot's queue and owner flag are
  *       guarded by the slot's monitor; the row's cache entry and the owner's per-thread buffers are used
  *       only by the owner.</li>
  *   <li>Each slot also has a {@link StampedLock}: row updates hold it exclusively only while writing
@@ -90,6 +95,13 @@ public final class Raid5Array implements BlockDevice {
     /** Memory the automatic stripe cache size aims at; see {@link #defaultStripeCacheRows}. */
     public static final long DEFAULT_STRIPE_CACHE_BYTES = 32L << 20;
     static final int SLOTS = 1024;
+    /**
+     * Longest time a partial row write waits for an in-flight write that will add to the same row
+     * (md's delayed stripes): long enough for a few sequential rows ahead of it to complete.
+     */
+    static final long HOLD_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
+    /** Calling threads whose writes in progress a slot owner can see; later threads are simply not held for. */
+    private static final int TRACKED_WRITERS = 64;
     private static final int BLOCK = StripeCache.BLOCK;
     private static final ByteOrder NATIVE = ByteOrder.nativeOrder();
 
@@ -112,6 +124,14 @@ public final class Raid5Array implements BlockDevice {
     private final StripeCache cache;
     private final Slot[] slots = new Slot[SLOTS];
     private final ThreadLocal<Context> contexts;
+    /**
+     * The calling threads' contexts (the first {@value #TRACKED_WRITERS}), published once when created, so
+     * that a slot owner can ask which writes are in progress ({@link #worthHolding}).
+     */
+    private final AtomicReferenceArray<Context> writers = new AtomicReferenceArray<>(TRACKED_WRITERS);
+    private final AtomicInteger writerCount = new AtomicInteger();
+    /** {@link #HOLD_NANOS}; tests lengthen or shorten it to make a race deterministic. */
+    private volatile long holdNanos = HOLD_NANOS;
     private final List<String> assemblyProblems;
     private final boolean cleanAtOpen;
     private volatile boolean checkParityOnReads;
@@ -173,6 +193,7 @@ public final class Raid5Array implements BlockDevice {
     private final LongAdder memberPrereads;
     private final LongAdder degradedReads;
     private final LongAdder stripeCacheHits;
+    private final LongAdder heldWrites;
     private final LongAdder parityMismatches;
     private final LongAdder readErrorsCorrected;
 
@@ -276,6 +297,7 @@ public final class Raid5Array implements BlockDevice {
         this.memberPrereads = stats.counter("member_prereads");
         this.degradedReads = stats.counter("degraded_reads");
         this.stripeCacheHits = stats.counter("stripe_cache_hits");
+        this.heldWrites = stats.counter("held_writes");
         this.parityMismatches = stats.counter("parity_mismatches");
         this.readErrorsCorrected = stats.counter("read_errors_corrected");
         this.zeroChunk = ByteBuffer.allocateDirect(chunk);
@@ -461,18 +483,24 @@ public final class Raid5Array implements BlockDevice {
             long pos = offset;
             int srcIndex = src.position();
             int left = length;
+            ctx.writeRow = -1;
+            ctx.writeStart = offset;
+            ctx.writeEnd = offset + length;
             try {
                 while (left > 0) {
                     long row = pos / rowBytes;
                     int inRow = (int) (pos - row * rowBytes);
                     int len = Math.min(left, rowBytes - inRow);
                     w.set(row, inRow, len, src, srcIndex);
+                    ctx.writeRow = row;
                     submit(w, ctx);
                     pos += len;
                     srcIndex += len;
                     left -= len;
                 }
             } finally {
+                ctx.writeEnd = -1;
+                ctx.lastEnd = offset + length;
                 w.src = null;
             }
             src.position(src.limit());
@@ -646,6 +674,11 @@ public final class Raid5Array implements BlockDevice {
     public static int defaultStripeCacheRows(int members, int chunk) {
         long rows = DEFAULT_STRIPE_CACHE_BYTES / ((long) members * chunk);
         return (int) Math.max(4, Math.min(256, rows));
+    }
+
+    /** Sets the longest hold of a partial row write (see {@link #worthHolding}); for tests. */
+    void setWriteHoldNanos(long nanos) {
+        holdNanos = nanos;
     }
 
     public int stripeCacheSize() {
@@ -1630,6 +1663,8 @@ public final class Raid5Array implements BlockDevice {
         final StampedLock ioLock = new StampedLock();
         final ArrayDeque<RowWrite> pending = new ArrayDeque<>(16);
         boolean busy;
+        /** The owner is waiting for more writes to its row (see worthHolding): arrivals wake it. */
+        boolean holding;
     }
 
     private void submit(RowWrite w, Context ctx) throws IOException {
@@ -1640,6 +1675,9 @@ public final class Raid5Array implements BlockDevice {
             w.lead = false;
             w.error = null;
             slot.pending.addLast(w);
+            if (slot.holding) {
+                slot.notifyAll();
+            }
             if (slot.busy) {
                 // The owner may be using our buffer: we must wait for it even when interrupted.
                 while (!w.done && !w.lead) {
@@ -1654,7 +1692,7 @@ public final class Raid5Array implements BlockDevice {
             }
         }
         if (!w.done) {
-            ownSlot(slot, ctx);
+            interrupted |= ownSlot(slot, ctx);
         }
         if (interrupted) {
             Thread.currentThread().interrupt();
@@ -1668,11 +1706,40 @@ public final class Raid5Array implements BlockDevice {
         }
     }
 
-    /** Processes one batch as the slot's owner (the caller's own write is first in it), then hands over. */
-    private void ownSlot(Slot slot, Context ctx) {
+    /**
+     * Processes one batch as the slot's owner (the caller's own write is first in it), then hands over.
+     * Returns true if the thread was interrupted while holding (the caller re-asserts it afterwards: an
+     * interrupted FileChannel operation would close the member's channel).
+     */
+    private boolean ownSlot(Slot slot, Context ctx) {
         int count;
+        boolean interrupted = false;
         synchronized (slot) {
             count = collectBatch(slot, ctx);
+            if (ctx.batch[0].op == SyncOp.WRITE) {
+                long deadline = 0;
+                while (!coversRow(ctx.batch, count) && worthHolding(ctx.batch[0].row, ctx)) {
+                    long now = System.nanoTime();
+                    if (deadline == 0) {
+                        deadline = now + holdNanos;
+                        heldWrites.increment();
+                    }
+                    long left = deadline - now;
+                    if (left <= 0) {
+                        break;
+                    }
+                    slot.holding = true;
+                    try {
+                        slot.wait(left / 1_000_000, (int) (left % 1_000_000));
+                    } catch (InterruptedException e) {
+                        interrupted = true;
+                        break;
+                    } finally {
+                        slot.holding = false;
+                    }
+                    count = addToBatch(slot, ctx, count);
+                }
+            }
         }
         IOException error = null;
         try {
@@ -1697,16 +1764,23 @@ public final class Raid5Array implements BlockDevice {
             }
             slot.notifyAll();
         }
+        return interrupted;
     }
 
     /** Takes the first pending write and the following ones of the same row that overlap none taken. */
     private static int collectBatch(Slot slot, Context ctx) {
         RowWrite first = slot.pending.pollFirst();
         ctx.batch[0] = first;
-        int count = 1;
         if (first.op != SyncOp.WRITE) {
-            return count;
+            return 1;
         }
+        return addToBatch(slot, ctx, 1);
+    }
+
+    /** Adds the pending writes that follow, while they are writes to the batch's row overlapping none taken. */
+    private static int addToBatch(Slot slot, Context ctx, int taken) {
+        RowWrite first = ctx.batch[0];
+        int count = taken;
         outer:
         while (!slot.pending.isEmpty()) {
             RowWrite next = slot.pending.peekFirst();
@@ -1725,6 +1799,54 @@ public final class Raid5Array implements BlockDevice {
             ctx.batch[count++] = next;
         }
         return count;
+    }
+
+    /** True if the batch's writes (which never overlap) cover the whole row. */
+    private boolean coversRow(RowWrite[] batch, int count) {
+        long bytes = 0;
+        for (int i = 0; i < count; i++) {
+            bytes += batch[i].length;
+        }
+        return bytes == rowBytes;
+    }
+
+    /**
+     * Whether the slot owner, whose batch covers {@code row} only partly, should wait for more writes to
+     * the row (md's delayed stripes), because one is likely to come soon and turn the row into a
+     * full-row write without pre-reads:
+     * <ul>
+     *   <li>some other caller's write in progress covers part of the row and has not reached it yet
+     *       (callers walk their rows in ascending order), e.g. the next request's head meeting this
+     *       request's tail; or</li>
+     *   <li>the owner's own request continues a sequential stream (it starts where another write, in
+     *       progress or the last one of some caller, ends) and other writes are in progress: with a
+     *       queue depth above one, the stream's next requests are issued as the others complete.</li>
+     * </ul>
+     * A lone writer (queue depth one) is never held: nobody else could complete its row.
+     * Reads other threads' fields without their locks: a stale answer only costs a hold or a pre-read.
+     */
+    private boolean worthHolding(long row, Context self) {
+        long rowStart = row * rowBytes;
+        long rowEnd = rowStart + rowBytes;
+        long start = self.writeStart;
+        boolean sequential = self.lastEnd == start;
+        boolean othersActive = false;
+        int tracked = Math.min(writerCount.get(), TRACKED_WRITERS);
+        for (int i = 0; i < tracked; i++) {
+            Context c = writers.get(i);
+            if (c == null || c == self) {
+                continue;
+            }
+            long end = c.writeEnd;
+            if (end >= 0) {
+                if (end > rowStart && c.writeStart < rowEnd && c.writeRow < row) {
+                    return true;
+                }
+                othersActive = true;
+            }
+            sequential |= end == start || c.lastEnd == start;
+        }
+        return sequential && othersActive;
     }
 
     private void processRow(Slot slot, RowWrite[] batch, int count, Context ctx) throws IOException {
@@ -1750,8 +1872,8 @@ public final class Raid5Array implements BlockDevice {
     private void processRowOp(Slot slot, RowWrite[] batch, int count, Context ctx, RowWrite first) throws IOException {
         switch (first.op) {
             case WRITE -> {
-                if (count == 1 && first.length == rowBytes && missingIn(first.row, failedRole, recoveredRows) < 0) {
-                    writeFullRow(slot, first, ctx);
+                if (coversRow(batch, count) && missingIn(first.row, failedRole, recoveredRows) < 0) {
+                    writeFullRow(slot, batch, count, ctx);
                 } else {
                     updateRow(slot, batch, count, ctx);
                 }
@@ -1761,29 +1883,76 @@ public final class Raid5Array implements BlockDevice {
         }
     }
 
-    /** A whole row from one caller: parity from the caller's bytes, n parallel writes, no reads, no copies. */
-    private void writeFullRow(Slot slot, RowWrite w, Context ctx) throws IOException {
-        long row = w.row;
-        int parityMember = layout.parityMember(row, members);
-        long memberOffset = dataOffset + row * chunk;
-        for (int i = 0; i < dataDisks; i++) {
-            ctx.views[i] = w.src.slice(w.srcIndex + i * chunk, chunk).order(NATIVE);
-            ctx.srcs[i] = ctx.views[i];
-            ctx.idx[i] = 0;
+    /**
+     * A whole row from the batch's writes (one caller's, or several that together cover the row): parity
+     * is XORed from slices of the callers' buffers, n parallel writes, no reads, no copies.
+     */
+    private void writeFullRow(Slot slot, RowWrite[] batch, int count, Context ctx) throws IOException {
+        long row = batch[0].row;
+        sortByOffset(batch, count);
+        ByteBuffer[] views = ctx.pieceViews(count);
+        for (int k = 0; k < count; k++) {
+            views[k] = batch[k].src.slice(batch[k].srcIndex, batch[k].length).order(NATIVE);
         }
         ByteBuffer parity = ctx.parity();
-        xor.xorAssign(parity, 0, ctx.srcs, ctx.idx, dataDisks, chunk);
-        cache.invalidate(row);
-        MemberIoExecutor.Batch batch = io.batch();
-        for (int i = 0; i < dataDisks; i++) {
-            int m = layout.dataMember(row, i, members);
-            batch.add(m, roles[m].device, memberOffset, ctx.views[i], true);
-            ctx.views[i] = null;
-            ctx.srcs[i] = null;
+        // Parity column by column range: each range ends where one of the chunks changes source write.
+        int[] cursor = ctx.cursor;
+        for (int i = 0, k = 0; i < dataDisks; i++) {
+            while (batch[k].inRow + batch[k].length <= i * chunk) {
+                k++;
+            }
+            cursor[i] = k;
         }
-        batch.add(parityMember, roles[parityMember].device, memberOffset, parity.clear(), true);
-        runWrites(slot, batch, row);
+        for (int column = 0; column < chunk; ) {
+            int end = chunk;
+            for (int i = 0; i < dataDisks; i++) {
+                RowWrite w = batch[cursor[i]];
+                ctx.srcs[i] = views[cursor[i]];
+                ctx.idx[i] = i * chunk + column - w.inRow;
+                end = Math.min(end, w.inRow + w.length - i * chunk);
+            }
+            xor.xorAssign(parity, column, ctx.srcs, ctx.idx, dataDisks, end - column);
+            column = end;
+            for (int i = 0; i < dataDisks; i++) {
+                RowWrite w = batch[cursor[i]];
+                if (w.inRow + w.length - i * chunk == column) {
+                    cursor[i]++;
+                }
+            }
+        }
+        Arrays.fill(ctx.srcs, null);
+        cache.invalidate(row);
+        MemberIoExecutor.Batch writes = io.batch();
+        long memberOffset = dataOffset + row * chunk;
+        for (int k = 0; k < count; k++) {
+            RowWrite w = batch[k];
+            for (int pos = w.inRow, end = w.inRow + w.length; pos < end; ) {
+                int index = pos >>> chunkShift;
+                int inChunk = pos & (chunk - 1);
+                int len = Math.min(end - pos, chunk - inChunk);
+                int m = layout.dataMember(row, index, members);
+                writes.add(m, roles[m].device, memberOffset + inChunk, views[k].slice(pos - w.inRow, len), true);
+                pos += len;
+            }
+            views[k] = null;
+        }
+        int parityMember = layout.parityMember(row, members);
+        writes.add(parityMember, roles[parityMember].device, memberOffset, parity.clear(), true);
+        runWrites(slot, writes, row);
         fullStripeWrites.increment();
+    }
+
+    /** Insertion sort by offset in the row: batches are a handful of writes. */
+    private static void sortByOffset(RowWrite[] batch, int count) {
+        for (int i = 1; i < count; i++) {
+            RowWrite w = batch[i];
+            int j = i - 1;
+            while (j >= 0 && batch[j].inRow > w.inRow) {
+                batch[j + 1] = batch[j];
+                j--;
+            }
+            batch[j + 1] = w;
+        }
     }
 
     /**
@@ -2446,7 +2615,20 @@ public final class Raid5Array implements BlockDevice {
         final long[][] need;
         final ByteBuffer[] srcs = new ByteBuffer[members + 1];
         final int[] idx = new int[members + 1];
-        final ByteBuffer[] views = new ByteBuffer[members];
+        /** Native-order views of a full-row batch's source buffers, one per write. */
+        private ByteBuffer[] pieceViews = new ByteBuffer[8];
+        /** Per data chunk, the batch index of the write covering the current parity column range. */
+        final int[] cursor = new int[dataDisks];
+        /**
+         * This thread's write in progress, for other threads' {@link #worthHolding}: its byte
+         * range (writeEnd -1 when none) and the row it is at (-1 before its first row). Written only by
+         * this thread.
+         */
+        volatile long writeStart = -1;
+        volatile long writeEnd = -1;
+        volatile long writeRow = -1;
+        /** End of this thread's last write; read by {@link #worthHolding} to recognise sequential streams. */
+        volatile long lastEnd = -1;
         int[] pieceChunk = new int[16];
         /** Every block of a chunk set. */
         final long[] allBlocks;
@@ -2467,6 +2649,17 @@ public final class Raid5Array implements BlockDevice {
             for (int i = 0; i < dataDisks; i++) {
                 zeroWrites[i] = new RowWrite();
             }
+            int index = writerCount.getAndIncrement();
+            if (index < TRACKED_WRITERS) {
+                writers.set(index, this);
+            }
+        }
+
+        ByteBuffer[] pieceViews(int count) {
+            if (pieceViews.length < count) {
+                pieceViews = new ByteBuffer[Math.max(count, pieceViews.length * 2)];
+            }
+            return pieceViews;
         }
 
         /**

@@ -1,0 +1,210 @@
+package io.stripestack.raid5;
+
+import static io.stripestack.raid5.Raid5ArrayTest.DATA_OFFSET_SECTORS;
+import static io.stripestack.raid5.Raid5ArrayTest.SECTOR;
+import static io.stripestack.raid5.Raid5ArrayTest.assertParityConsistent;
+import static io.stripestack.raid5.Raid5ArrayTest.create;
+import static io.stripestack.raid5.Raid5ArrayTest.memoryMembers;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.stripestack.blockdev.BlockDevice;
+import io.stripestack.blockdev.Geometry;
+import io.stripestack.blockdev.IoStats;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Holding partial row writes (md's delayed stripes): a partial write waits briefly for a write in
+ * progress that will add to its row, so that the two become one full-row write without pre-reads; the
+ * wait is bounded, and a lone writer is never held.
+ */
+class Raid5WriteHoldTest {
+    private static final int CHUNK = 16384;
+    private static final int N = 4;
+    private static final int ROW = (N - 1) * CHUNK;
+    private static final int ROWS = 8;
+
+    /** A member whose first data write after {@link #arm()} blocks until {@link #release()}. */
+    static final class GatedDevice implements BlockDevice {
+        final BlockDevice inner;
+        final AtomicBoolean armed = new AtomicBoolean();
+        final CountDownLatch entered = new CountDownLatch(1);
+        final CountDownLatch released = new CountDownLatch(1);
+
+        GatedDevice(BlockDevice inner) {
+            this.inner = inner;
+        }
+
+        void arm() {
+            armed.set(true);
+        }
+
+        void release() {
+            released.countDown();
+        }
+
+        @Override public String name() { return inner.name(); }
+        @Override public long size() { return inner.size(); }
+        @Override public int logicalBlockSize() { return inner.logicalBlockSize(); }
+        @Override public Geometry geometry() { return inner.geometry(); }
+        @Override public void read(long offset, ByteBuffer dst) throws IOException { inner.read(offset, dst); }
+        @Override public void flush() throws IOException { inner.flush(); }
+        @Override public IoStats stats() { return inner.stats(); }
+        @Override public void close() throws IOException { inner.close(); }
+
+        @Override
+        public void write(long offset, ByteBuffer src) throws IOException {
+            if (offset >= DATA_OFFSET_SECTORS * SECTOR && armed.compareAndSet(true, false)) {
+                entered.countDown();
+                try {
+                    if (!released.await(30, TimeUnit.SECONDS)) {
+                        throw new IOException(name() + ": the test never released the gated write");
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IOException(name() + ": interrupted while gated", e);
+                }
+            }
+            inner.write(offset, src);
+        }
+    }
+
+    private static List<GatedDevice> gatedMembers() {
+        List<GatedDevice> members = new ArrayList<>();
+        for (BlockDevice d : memoryMembers(N, CHUNK, ROWS)) {
+            members.add(new GatedDevice(d));
+        }
+        return members;
+    }
+
+    private static long counter(Raid5Array array, String name) {
+        return array.stats().layerCounter(name);
+    }
+
+    private static void awaitCounter(Raid5Array array, String name, long value) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (counter(array, name) < value) {
+            assertTrue(System.nanoTime() < deadline, name + " never reached " + value);
+            Thread.sleep(1);
+        }
+    }
+
+    /**
+     * Writer B covers row 1 and the head of row 2 (up to {@code split}); its row-1 write is stalled on a
+     * member. Writer A writes the rest of row 2 meanwhile: it must wait for B's piece instead of
+     * pre-reading, and the two pieces must go out as one full-row write whose parity is computed from
+     * both callers' buffers (the split falls inside a chunk, on a chunk boundary, or near the row's ends).
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {SECTOR, 4096, CHUNK, ROW / 2, 2 * CHUNK + 4096, ROW - SECTOR})
+    void aPartialRowWaitsForTheWriteInProgressThatCompletesIt(int split) throws Exception {
+        List<GatedDevice> members = gatedMembers();
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        try (Raid5Array array = create(members, CHUNK, Raid5Layout.LEFT_SYMMETRIC, 8)) {
+            array.setWriteHoldNanos(TimeUnit.SECONDS.toNanos(20));
+            byte[] data = new byte[ROWS * ROW];
+            new Random(5).nextBytes(data);
+            int bStart = ROW;
+            int bLength = ROW + split;
+            int aStart = bStart + bLength;
+            members.get(0).arm();
+            Future<?> b = pool.submit(() -> {
+                array.write(bStart, ByteBuffer.wrap(data, bStart, bLength));
+                return null;
+            });
+            assertTrue(members.get(0).entered.await(10, TimeUnit.SECONDS), "B's row-1 write never reached the member");
+            Future<?> a = pool.submit(() -> {
+                array.write(aStart, ByteBuffer.wrap(data, aStart, 3 * ROW - aStart));
+                return null;
+            });
+            awaitCounter(array, "held_writes", 1);
+            assertFalse(a.isDone(), "A's half row must not be written before B's half arrives");
+            members.get(0).release();
+            b.get(10, TimeUnit.SECONDS);
+            a.get(10, TimeUnit.SECONDS);
+
+            assertEquals(0, counter(array, "member_prereads"), "the halves fill row 2 together: nothing to read");
+            assertEquals(2, counter(array, "full_stripe_writes"), "row 1 and row 2 are written as full rows");
+            assertEquals(0, counter(array, "rmw_writes") + counter(array, "reconstruct_writes"));
+            byte[] got = new byte[2 * ROW];
+            array.read(ROW, ByteBuffer.wrap(got));
+            assertArrayEquals(java.util.Arrays.copyOfRange(data, ROW, 3 * ROW), got);
+            assertParityConsistent(members, CHUNK, ROWS);
+        } finally {
+            members.forEach(GatedDevice::release);
+            pool.shutdownNow();
+        }
+    }
+
+    /** The hold is bounded: if the completing write does not come, the partial write goes ahead alone. */
+    @Test
+    void aHeldWriteGoesAheadAloneWhenTheOtherWriteDoesNotCome() throws Exception {
+        List<GatedDevice> members = gatedMembers();
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        try (Raid5Array array = create(members, CHUNK, Raid5Layout.LEFT_SYMMETRIC, 8)) {
+            array.setWriteHoldNanos(TimeUnit.MILLISECONDS.toNanos(20));
+            byte[] data = new byte[ROWS * ROW];
+            new Random(6).nextBytes(data);
+            int bStart = ROW;
+            int bLength = ROW + ROW / 2;
+            int aStart = bStart + bLength;
+            members.get(0).arm();
+            Future<?> b = pool.submit(() -> {
+                array.write(bStart, ByteBuffer.wrap(data, bStart, bLength));
+                return null;
+            });
+            assertTrue(members.get(0).entered.await(10, TimeUnit.SECONDS), "B's row-1 write never reached the member");
+            array.write(aStart, ByteBuffer.wrap(data, aStart, 3 * ROW - aStart));
+            assertEquals(1, counter(array, "held_writes"));
+            assertFalse(b.isDone(), "A completed while B was still stalled");
+            assertTrue(counter(array, "member_prereads") > 0, "alone, A's half row needs the old contents");
+            members.get(0).release();
+            b.get(10, TimeUnit.SECONDS);
+
+            byte[] got = new byte[2 * ROW];
+            array.read(ROW, ByteBuffer.wrap(got));
+            assertArrayEquals(java.util.Arrays.copyOfRange(data, ROW, 3 * ROW), got);
+            assertParityConsistent(members, CHUNK, ROWS);
+        } finally {
+            members.forEach(GatedDevice::release);
+            pool.shutdownNow();
+        }
+    }
+
+    /** A lone sequential writer is never held (nobody could complete its rows) and pre-reads as before. */
+    @Test
+    void aLoneSequentialWriterIsNeverHeld() throws Exception {
+        List<GatedDevice> members = gatedMembers();
+        try (Raid5Array array = create(members, CHUNK, Raid5Layout.LEFT_SYMMETRIC, 8)) {
+            array.setWriteHoldNanos(TimeUnit.SECONDS.toNanos(20));
+            byte[] data = new byte[ROWS * ROW];
+            new Random(7).nextBytes(data);
+            int shift = 4096;
+            long started = System.nanoTime();
+            for (int off = shift; off + ROW <= data.length; off += ROW) {
+                array.write(off, ByteBuffer.wrap(data, off, ROW));
+            }
+            assertTrue(System.nanoTime() - started < TimeUnit.SECONDS.toNanos(10), "a lone writer waited for a hold");
+            assertEquals(0, counter(array, "held_writes"));
+            byte[] got = new byte[data.length - 2 * ROW];
+            array.read(ROW, ByteBuffer.wrap(got));
+            assertArrayEquals(java.util.Arrays.copyOfRange(data, ROW, data.length - ROW), got);
+            assertParityConsistent(members, CHUNK, ROWS);
+        }
+    }
+}
