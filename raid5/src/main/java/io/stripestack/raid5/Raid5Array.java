@@ -5,6 +5,7 @@ import io.stripestack.blockdev.Geometry;
 import io.stripestack.blockdev.IoStats;
 import io.stripestack.blockdev.MediumErrorException;
 import java.io.IOException;
+import java.lang.ref.WeakReference;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayDeque;
@@ -100,7 +101,10 @@ public final class Raid5Array implements BlockDevice {
      * (md's delayed stripes): long enough for a few sequential rows ahead of it to complete.
      */
     static final long HOLD_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
-    /** Calling threads whose writes in progress a slot owner can see; later threads are simply not held for. */
+    /**
+     * Calling threads whose writes in progress a slot owner can see at once; a thread beyond them is
+     * simply not waited for (a missed hold, never a wrong result).
+     */
     private static final int TRACKED_WRITERS = 64;
     private static final int BLOCK = StripeCache.BLOCK;
     private static final ByteOrder NATIVE = ByteOrder.nativeOrder();
@@ -125,11 +129,13 @@ public final class Raid5Array implements BlockDevice {
     private final Slot[] slots = new Slot[SLOTS];
     private final ThreadLocal<Context> contexts;
     /**
-     * The calling threads' contexts (the first {@value #TRACKED_WRITERS}), published once when created, so
-     * that a slot owner can ask which writes are in progress ({@link #worthHolding}).
+     * The calling threads' contexts, published when created, so that a slot owner can ask which writes are
+     * in progress ({@link #worthHolding}). Weak: a thread that ends frees its context and its entry, which
+     * a later thread's context takes over (compare-and-set).
      */
-    private final AtomicReferenceArray<Context> writers = new AtomicReferenceArray<>(TRACKED_WRITERS);
-    private final AtomicInteger writerCount = new AtomicInteger();
+    private final AtomicReferenceArray<WeakReference<Context>> writers = new AtomicReferenceArray<>(TRACKED_WRITERS);
+    /** One past the highest entry of {@code writers} ever taken. */
+    private final AtomicInteger writersInUse = new AtomicInteger();
     /** {@link #HOLD_NANOS}; tests lengthen or shorten it to make a race deterministic. */
     private volatile long holdNanos = HOLD_NANOS;
     private final List<String> assemblyProblems;
@@ -1831,9 +1837,10 @@ public final class Raid5Array implements BlockDevice {
         long start = self.writeStart;
         boolean sequential = self.lastEnd == start;
         boolean othersActive = false;
-        int tracked = Math.min(writerCount.get(), TRACKED_WRITERS);
+        int tracked = writersInUse.get();
         for (int i = 0; i < tracked; i++) {
-            Context c = writers.get(i);
+            WeakReference<Context> ref = writers.get(i);
+            Context c = ref == null ? null : ref.get();
             if (c == null || c == self) {
                 continue;
             }
@@ -2649,9 +2656,13 @@ public final class Raid5Array implements BlockDevice {
             for (int i = 0; i < dataDisks; i++) {
                 zeroWrites[i] = new RowWrite();
             }
-            int index = writerCount.getAndIncrement();
-            if (index < TRACKED_WRITERS) {
-                writers.set(index, this);
+            WeakReference<Context> ref = new WeakReference<>(this);
+            for (int i = 0; i < TRACKED_WRITERS; i++) {
+                WeakReference<Context> old = writers.get(i);
+                if ((old == null || old.get() == null) && writers.compareAndSet(i, old, ref)) {
+                    writersInUse.accumulateAndGet(i + 1, Math::max);
+                    break;
+                }
             }
         }
 
