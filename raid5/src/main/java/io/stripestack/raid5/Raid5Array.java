@@ -1825,18 +1825,20 @@ public final class Raid5Array implements BlockDevice {
      *       (callers walk their rows in ascending order), e.g. the next request's head meeting this
      *       request's tail; or</li>
      *   <li>the owner's own request continues a sequential stream (it starts where another write, in
-     *       progress or the last one of some caller, ends) and other writes are in progress: with a
-     *       queue depth above one, the stream's next requests are issued as the others complete.</li>
+     *       progress or the last one of some caller, ends) and another caller's write of the stream is
+     *       still in progress (it ends at most a row before this request starts): with a queue depth
+     *       above one, the stream's next requests are issued as those complete.</li>
      * </ul>
-     * A lone writer (queue depth one) is never held: nobody else could complete its row.
-     * Reads other threads' fields without their locks: a stale answer only costs a hold or a pre-read.
+     * A lone writer (queue depth one) is never held: nobody else could complete its row; neither is a
+     * sequential writer whose only company is unrelated writes elsewhere on the array. Reads other
+     * threads' fields without their locks: a stale answer only costs a hold or a pre-read.
      */
     private boolean worthHolding(long row, Context self) {
         long rowStart = row * rowBytes;
         long rowEnd = rowStart + rowBytes;
         long start = self.writeStart;
         boolean sequential = self.lastEnd == start;
-        boolean othersActive = false;
+        boolean streamInProgress = false;
         int tracked = writersInUse.get();
         for (int i = 0; i < tracked; i++) {
             WeakReference<Context> ref = writers.get(i);
@@ -1849,11 +1851,11 @@ public final class Raid5Array implements BlockDevice {
                 if (end > rowStart && c.writeStart < rowEnd && c.writeRow < row) {
                     return true;
                 }
-                othersActive = true;
+                streamInProgress |= end <= start && end >= start - rowBytes;
             }
             sequential |= end == start || c.lastEnd == start;
         }
-        return sequential && othersActive;
+        return sequential && streamInProgress;
     }
 
     private void processRow(Slot slot, RowWrite[] batch, int count, Context ctx) throws IOException {
