@@ -205,21 +205,28 @@ final class LuksCommand {
         }
     }
 
-    @Command(name = "open-test", mixinStandardHelpOptions = true,
-            description = "Check that a passphrase opens a keyslot (cryptsetup open --test-passphrase).")
-    static final class OpenTest implements Callable<Integer> {
+    /**
+     * The verbs that first unlock a keyslot: read the secret, open the device, read the header, unlock,
+     * then {@link #withKey}; the secret and the volume key are zeroed whatever happens.
+     */
+    abstract static class UnlockingVerb implements Callable<Integer> {
         @ArgGroup(exclusive = false, multiplicity = "1")
         Target target;
         @ArgGroup(exclusive = false)
         Secret secret = new Secret();
 
+        /** Whether the verb rewrites the header. */
+        abstract boolean writes();
+
+        abstract void withKey(LuksHeader header, VolumeKey key) throws Exception;
+
         @Override
-        public Integer call() throws Exception {
-            byte[] passphrase = secret.read("Enter passphrase", false);
-            try (BlockDevice device = target.open(false);
+        public final Integer call() throws Exception {
+            byte[] passphrase = secret.read("Enter any existing passphrase", false);
+            try (BlockDevice device = target.open(writes());
                  LuksHeader header = LuksHeader.read(device);
                  VolumeKey key = header.unlock(passphrase, source(secret))) {
-                System.out.println("Key slot " + key.keyslot() + " unlocked.");
+                withKey(header, key);
             } finally {
                 Arrays.fill(passphrase, (byte) 0);
             }
@@ -227,13 +234,23 @@ final class LuksCommand {
         }
     }
 
+    @Command(name = "open-test", mixinStandardHelpOptions = true,
+            description = "Check that a passphrase opens a keyslot (cryptsetup open --test-passphrase).")
+    static final class OpenTest extends UnlockingVerb {
+        @Override
+        boolean writes() {
+            return false;
+        }
+
+        @Override
+        void withKey(LuksHeader header, VolumeKey key) {
+            System.out.println("Key slot " + key.keyslot() + " unlocked.");
+        }
+    }
+
     @Command(name = "add-key", mixinStandardHelpOptions = true,
             description = "Add a keyslot for a new passphrase, unlocking with an existing one (cryptsetup luksAddKey).")
-    static final class AddKey implements Callable<Integer> {
-        @ArgGroup(exclusive = false, multiplicity = "1")
-        Target target;
-        @ArgGroup(exclusive = false, heading = "Existing passphrase%n")
-        Secret secret = new Secret();
+    static final class AddKey extends UnlockingVerb {
         @Option(names = "--new-key-file", paramLabel = "FILE", description = "the new passphrase: every byte")
         Path newKeyFile;
         @Option(names = "--new-passphrase-file", paramLabel = "FILE", description = "the new passphrase: first line")
@@ -242,16 +259,17 @@ final class LuksCommand {
         int iterations;
 
         @Override
-        public Integer call() throws Exception {
+        boolean writes() {
+            return true;
+        }
+
+        @Override
+        void withKey(LuksHeader header, VolumeKey key) throws IOException {
             Secret fresh = new Secret();
             fresh.keyFile = newKeyFile;
             fresh.passphraseFile = newPassphraseFile;
-            byte[] old = secret.read("Enter any existing passphrase", false);
-            byte[] added = null;
-            try (BlockDevice device = target.open(true);
-                 LuksHeader header = LuksHeader.read(device);
-                 VolumeKey key = header.unlock(old, source(secret))) {
-                added = fresh.read("Enter new passphrase for key slot", true);
+            byte[] added = fresh.read("Enter new passphrase for key slot", true);
+            try {
                 Kdf kdf = header.benchmarkKdf();
                 if (iterations > 0) {
                     kdf = kdf instanceof Kdf.Argon2 a ? new Kdf.Argon2(a.idVariant(), iterations, a.memoryKiB(), a.parallelism())
@@ -260,47 +278,36 @@ final class LuksCommand {
                 int slot = header.addKeyslot(key, added, kdf);
                 System.out.println("Key slot " + slot + " created.");
             } finally {
-                Arrays.fill(old, (byte) 0);
-                if (added != null) {
-                    Arrays.fill(added, (byte) 0);
-                }
+                Arrays.fill(added, (byte) 0);
             }
-            return 0;
         }
     }
 
     @Command(name = "remove-key", mixinStandardHelpOptions = true,
             description = "Remove the keyslot a passphrase opens (cryptsetup luksRemoveKey); --slot N removes that slot instead.")
-    static final class RemoveKey implements Callable<Integer> {
-        @ArgGroup(exclusive = false, multiplicity = "1")
-        Target target;
-        @ArgGroup(exclusive = false)
-        Secret secret = new Secret();
+    static final class RemoveKey extends UnlockingVerb {
         @Option(names = "--slot", defaultValue = "-1", description = "remove this keyslot (after unlocking with any passphrase)")
         int slot;
         @Option(names = {"-q", "--batch-mode", "--yes"}, description = "allow removing the last keyslot")
         boolean yes;
 
         @Override
-        public Integer call() throws Exception {
-            byte[] passphrase = secret.read("Enter passphrase", false);
-            try (BlockDevice device = target.open(true);
-                 LuksHeader header = LuksHeader.read(device);
-                 VolumeKey key = header.unlock(passphrase, source(secret))) {
-                int victim = slot >= 0 ? slot : key.keyslot();
-                if (!header.activeKeyslots().contains(victim)) {
-                    throw new IllegalArgumentException("keyslot " + victim + " is not active (active: " + header.activeKeyslots() + ")");
-                }
-                if (header.activeKeyslots().size() == 1 && !yes) {
-                    throw new IllegalArgumentException("keyslot " + victim + " is the last one: removing it makes the data"
-                            + " unreadable forever; add --yes if that is what you want");
-                }
-                header.removeKeyslot(victim);
-                System.out.println("Key slot " + victim + " removed.");
-            } finally {
-                Arrays.fill(passphrase, (byte) 0);
+        boolean writes() {
+            return true;
+        }
+
+        @Override
+        void withKey(LuksHeader header, VolumeKey key) throws IOException {
+            int victim = slot >= 0 ? slot : key.keyslot();
+            if (!header.activeKeyslots().contains(victim)) {
+                throw new IllegalArgumentException("keyslot " + victim + " is not active (active: " + header.activeKeyslots() + ")");
             }
-            return 0;
+            if (header.activeKeyslots().size() == 1 && !yes) {
+                throw new IllegalArgumentException("keyslot " + victim + " is the last one: removing it makes the data"
+                        + " unreadable forever; add --yes if that is what you want");
+            }
+            header.removeKeyslot(victim);
+            System.out.println("Key slot " + victim + " removed.");
         }
     }
 
