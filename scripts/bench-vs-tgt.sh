@@ -44,9 +44,14 @@ iqn_t="iqn.2026-11.io.stripestack:tgtbench"
 target_pid=""
 
 cleanup() {
-  if [ -n "$target_pid" ] && kill -0 "$target_pid" 2>/dev/null; then kill "$target_pid" 2>/dev/null || true; fi
   tgtadm -C "$port" --op update --mode sys --name State -v offline >/dev/null 2>&1 || true
   tgtadm -C "$port" --op delete --mode system >/dev/null 2>&1 || true
+  if [ -n "$target_pid" ] && kill -0 "$target_pid" 2>/dev/null; then
+    kill "$target_pid" 2>/dev/null || true
+    sleep 1
+    # tgtd ignores SIGTERM; a process still there after the delete above is stopped for good
+    kill -KILL "$target_pid" 2>/dev/null || true
+  fi
 }
 trap cleanup EXIT
 
@@ -109,6 +114,7 @@ tgtadm -C "$port" --lld iscsi --op bind --mode target --tid 1 -I ALL
 wait_port 20
 run_jobs tgtd "$(fio_url "iscsi://127.0.0.1:$port/$iqn_t/1")"
 cleanup
+wait "$target_pid" 2>/dev/null || true
 target_pid=""
 
 python3 - "$dir" <<'PY'
