@@ -157,15 +157,25 @@ public final class PlainModeKeys {
      * the volume. The message names the file and the chmod that fixes it.
      */
     public static void requirePrivate(Path keyFile) throws IOException {
-        PosixFileAttributeView view = Files.getFileAttributeView(keyFile, PosixFileAttributeView.class);
+        requirePrivate(keyFile, "key file", "anyone who can read it can decrypt the volume");
+    }
+
+    /**
+     * Refuses a secret file (key, passphrase, CHAP secret) that group or others can read.
+     *
+     * @param what     how the message names the file, e.g. {@code "CHAP secret file"}
+     * @param exposure what a reader of the file could do, for the message
+     */
+    public static void requirePrivate(Path file, String what, String exposure) throws IOException {
+        PosixFileAttributeView view = Files.getFileAttributeView(file, PosixFileAttributeView.class);
         if (view == null) {
             return; // no POSIX permissions on this file system: nothing to check
         }
         Set<PosixFilePermission> perms = view.readAttributes().permissions();
         if (perms.contains(PosixFilePermission.GROUP_READ) || perms.contains(PosixFilePermission.OTHERS_READ)) {
-            throw new IOException("key file " + keyFile + " is readable by group or others ("
-                    + PosixFilePermissions.toString(perms) + "); anyone who can read it can decrypt the volume. "
-                    + "Run 'chmod 600 " + keyFile + "' (or 400) and retry.");
+            throw new IOException(what + " " + file + " is readable by group or others ("
+                    + PosixFilePermissions.toString(perms) + "); " + exposure + ". "
+                    + "Run 'chmod 600 " + file + "' (or 400) and retry.");
         }
     }
 

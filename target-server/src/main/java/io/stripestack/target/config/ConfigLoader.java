@@ -9,6 +9,7 @@ import io.stripestack.target.config.StripestackConfig.Portal;
 import io.stripestack.target.config.StripestackConfig.ReadaheadConfig;
 import io.stripestack.target.config.StripestackConfig.ServerConfig;
 import io.stripestack.target.config.StripestackConfig.TargetConfig;
+import io.stripestack.crypto.PlainModeKeys;
 import java.io.IOException;
 import java.io.Reader;
 import java.io.StringReader;
@@ -273,11 +274,8 @@ public final class ConfigLoader {
         } else {
             Path path = dataDir.resolve(file.string());
             try {
-                var mode = Files.getPosixFilePermissions(path);
-                if (mode.stream().anyMatch(p -> p.name().startsWith("GROUP") || p.name().startsWith("OTHERS"))) {
-                    throw file.error("the CHAP secret file " + path + " is readable by group or others;"
-                            + " run: chmod 600 " + path);
-                }
+                PlainModeKeys.requirePrivate(path, "CHAP secret file",
+                        "anyone who can read it can log in as the initiator or impersonate the target");
                 byte[] bytes = Files.readAllBytes(path);
                 int end = bytes.length;
                 while (end > 0 && (bytes[end - 1] == '\n' || bytes[end - 1] == '\r')) {
@@ -285,8 +283,10 @@ public final class ConfigLoader {
                 }
                 secret = new String(bytes, 0, end, StandardCharsets.UTF_8).toCharArray();
                 java.util.Arrays.fill(bytes, (byte) 0);
+            } catch (java.nio.file.NoSuchFileException e) {
+                throw file.error("the CHAP secret file " + path + " does not exist");
             } catch (IOException e) {
-                throw file.error("cannot read the CHAP secret file " + path + " (" + e.getClass().getSimpleName() + ")");
+                throw file.error(e.getMessage());
             }
         }
         // RFC 7143 12.1.3: CHAP secrets of at least 12 bytes; libiscsi and open-iscsi accept 12..16+.

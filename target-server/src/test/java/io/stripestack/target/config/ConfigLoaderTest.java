@@ -96,6 +96,25 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void chapSecretFilesMustBePrivate(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        Path secret = dir.resolve("chap.secret");
+        Files.writeString(secret, "a-long-chap-secret\n");
+        Files.setPosixFilePermissions(secret, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+        String yaml = "data_dir: " + dir + "\n"
+                + "targets: [{iqn: \"iqn.2026-11.io.example:t\", chap: {user: u, secret_file: chap.secret},"
+                + " luns: [{lun: 0, file: f}]}]\n";
+        String refused = assertThrows(ConfigException.class, () -> ConfigLoader.parse("c.yaml", yaml, dir)).getMessage();
+        assertTrue(refused.contains("c.yaml:2: targets[0].chap.secret_file: CHAP secret file " + secret
+                + " is readable by group or others"), refused);
+        assertTrue(refused.contains("chmod 600 " + secret), refused);
+        assertTrue(!refused.contains("a-long-chap-secret"), "the secret never appears in messages");
+
+        Files.setPosixFilePermissions(secret, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        var chap = ConfigLoader.parse("c.yaml", yaml, dir).targets().get(0).chap();
+        assertEquals("a-long-chap-secret", new String(chap.secret()));
+    }
+
+    @Test
     void sizesUseBinaryUnits() {
         assertEquals(512 * 1024, Sizes.parse("512K"));
         assertEquals(256L << 20, Sizes.parse("256MiB"));
