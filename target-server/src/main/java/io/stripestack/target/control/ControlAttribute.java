@@ -49,18 +49,26 @@ public interface ControlAttribute {
 
             @Override
             public void set(String value) {
-                int parsed;
-                try {
-                    parsed = Integer.parseInt(value.trim());
-                } catch (NumberFormatException e) {
-                    throw new IllegalArgumentException("'" + value + "' is not a whole number (valid: " + min + ".." + max + ")");
-                }
-                if (parsed < min || parsed > max) {
-                    throw new IllegalArgumentException(parsed + " is out of range (valid: " + min + ".." + max + ")");
-                }
-                setter.accept(parsed);
+                setter.accept(parseInt(value, min, max));
             }
         };
+    }
+
+    /**
+     * A written value as a whole number in {@code [min, max]}; otherwise IllegalArgumentException giving the
+     * valid range, which the operator sees as it is.
+     */
+    static int parseInt(String value, int min, int max) {
+        int parsed;
+        try {
+            parsed = Integer.parseInt(value.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("'" + value + "' is not a whole number (valid: " + min + ".." + max + ")");
+        }
+        if (parsed < min || parsed > max) {
+            throw new IllegalArgumentException(parsed + " is out of range (valid: " + min + ".." + max + ")");
+        }
+        return parsed;
     }
 
     /** A boolean attribute taking 0/1 like sysfs (also true/false, on/off). */

@@ -46,11 +46,11 @@ final class StackBuilder {
      * the members' (and existing spares') superblocks. Configured spares that do not exist yet are created
      * and added as hot spares.
      */
-    static Raid5Array openArray(ArrayConfig c, Raid5Options options) throws IOException {
+    static OpenedArray openArray(ArrayConfig c, Raid5Options options) throws IOException {
         List<Path> members = c.members();
-        long existing = members.stream().filter(Files::exists).count();
+        boolean create = members.stream().noneMatch(Files::exists);
         Raid5Array array;
-        if (existing == 0) {
+        if (create) {
             if (c.createMemberSize() <= 0) {
                 throw new IOException("array " + c.name() + ": none of its member files exists (" + members
                         + "); set create_member_size to create a new array there, or correct the paths");
@@ -79,7 +79,11 @@ final class StackBuilder {
             array.close();
             throw e;
         }
-        return array;
+        return new OpenedArray(array, create);
+    }
+
+    /** An array and whether it was created (all zeros) rather than assembled. */
+    record OpenedArray(Raid5Array array, boolean created) {
     }
 
     /** The bottom of a LUN's chain: the named array, a file (created if configured), or RAM. */

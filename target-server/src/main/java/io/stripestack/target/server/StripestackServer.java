@@ -103,7 +103,7 @@ public final class StripestackServer implements Closeable {
                         + " member files exist; refusing to create over them. Remove them to start afresh, or run"
                         + " 'serve' to assemble the array degraded and add the missing member");
             }
-            try (Raid5Array array = StackBuilder.openArray(ac, Raid5Options.defaults())) {
+            try (Raid5Array array = StackBuilder.openArray(ac, Raid5Options.defaults()).array()) {
                 report.add(ac.name() + ": created " + array.status().mdstat().replace("\n", "\n  "));
             }
         }
@@ -114,10 +114,11 @@ public final class StripestackServer implements Closeable {
         for (ArrayConfig ac : config.arrays().values()) {
             Raid5Options options = Raid5Options.defaults().withStripeCacheRows(ac.stripeCacheSize())
                     .withStartDirtyDegraded(ac.startDirtyDegraded());
-            if (ac.members().stream().noneMatch(java.nio.file.Files::exists)) {
+            StackBuilder.OpenedArray opened = StackBuilder.openArray(ac, options);
+            Raid5Array array = opened.array();
+            if (opened.created()) {
                 createdArrays.add(ac.name());
             }
-            Raid5Array array = StackBuilder.openArray(ac, options);
             arrays.put(ac.name(), array);
             array.setCheckParityOnReads(ac.checkParityOnReads());
             registerArrayControls(ac, array);
@@ -286,15 +287,7 @@ public final class StripestackServer implements Closeable {
     /** md0/fail, md0/remove: take a member role (0..n-1). */
     private static ControlAttribute memberAction(Raid5Array array, String verb, MemberOperation operation) {
         return action(() -> "", value -> {
-            int role;
-            try {
-                role = Integer.parseInt(value);
-            } catch (NumberFormatException e) {
-                throw new IllegalArgumentException("'" + value + "' is not a member role (0.." + (array.memberCount() - 1) + ")");
-            }
-            if (role < 0 || role >= array.memberCount()) {
-                throw new IllegalArgumentException("role " + role + " is out of range (0.." + (array.memberCount() - 1) + ")");
-            }
+            int role = ControlAttribute.parseInt(value, 0, array.memberCount() - 1);
             try {
                 operation.apply(role);
             } catch (IOException e) {
@@ -306,23 +299,8 @@ public final class StripestackServer implements Closeable {
     private void registerLunControls(LunStack stack) {
         if (stack.readahead() != null) {
             var ra = stack.readahead();
-            registry.register(stack.controlPath() + "/read_ahead_kb", new ControlAttribute() {
-                @Override
-                public String get() {
-                    return Long.toString(ra.readAheadKb());
-                }
-
-                @Override
-                public void set(String value) {
-                    long kb;
-                    try {
-                        kb = Long.parseLong(value.trim());
-                    } catch (NumberFormatException e) {
-                        throw new IllegalArgumentException("'" + value + "' is not a whole number of KiB");
-                    }
-                    ra.setReadAheadKb(kb);
-                }
-            });
+            registry.register(stack.controlPath() + "/read_ahead_kb", ControlAttribute.ofInt(
+                    () -> (int) ra.readAheadKb(), ra::setReadAheadKb, 0, (int) (ra.budget().totalBytes() / 1024)));
         }
         registry.register(stack.controlPath() + "/size", ControlAttribute.readOnly(() -> Long.toString(stack.top().size())));
     }
