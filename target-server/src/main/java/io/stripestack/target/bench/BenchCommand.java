@@ -1,5 +1,6 @@
 package io.stripestack.target.bench;
 
+import io.stripestack.crypto.CryptSpec;
 import io.stripestack.target.config.Sizes;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -85,6 +86,10 @@ public final class BenchCommand implements Callable<Integer> {
             + " qemu-img bench (libiscsi) as the initiator over loopback")
     boolean iscsi;
 
+    @Option(names = "--cipher", paramLabel = "SPEC", description = "dm-crypt cipher spec of the alignment study's encrypted"
+            + " stacks and cipher-rate rows, e.g. aes-xts-plain64 (default aes-cbc-essiv:sha256, the crypto layer's default)")
+    String cipher;
+
     @Override
     public Integer call() throws IOException {
         List<Study> selected = selectedStudies();
@@ -154,7 +159,8 @@ public final class BenchCommand implements Callable<Integer> {
                 queueDepth != null ? queueDepth : d.queueDepth(),
                 bytes != null ? Sizes.parse(bytes) : d.bytesPerRun(),
                 chunkSizes, stripeCacheSizes != null ? stripeCacheSizes : d.stripeCacheSizes(),
-                d.randomReadBytes(), d.largeReadBytes(), d.readaheadBytes(), d.xorMillis(), iscsi);
+                d.randomReadBytes(), d.largeReadBytes(), d.readaheadBytes(), d.xorMillis(), iscsi,
+                cipher != null ? CryptSpec.parse(cipher) : d.cipher());
     }
 
     private static int toInt(long value, String option) {

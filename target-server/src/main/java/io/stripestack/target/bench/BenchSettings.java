@@ -1,5 +1,6 @@
 package io.stripestack.target.bench;
 
+import io.stripestack.crypto.CryptSpec;
 import io.stripestack.target.config.Sizes;
 import java.util.ArrayList;
 import java.util.List;
@@ -22,10 +23,13 @@ import java.util.List;
  * @param readaheadBytes   readahead budget of the alignment study's readahead columns
  * @param xorMillis        how long each XOR routine runs per repeat
  * @param iscsi            also measure end to end through the iSCSI server with qemu-img bench
+ * @param cipher           the alignment study's cipher for its encrypted stacks and cipher-rate rows (the crypto
+ *                         layer's default, aes-cbc-essiv:sha256, unless chosen)
  */
 record BenchSettings(boolean quick, int repeat, boolean direct, int members, long memberBytes, int chunkBytes,
                      int queueDepth, long bytesPerRun, List<Integer> chunkSizes, List<Integer> stripeCacheSizes,
-                     int randomReadBytes, int largeReadBytes, long readaheadBytes, long xorMillis, boolean iscsi) {
+                     int randomReadBytes, int largeReadBytes, long readaheadBytes, long xorMillis, boolean iscsi,
+                     CryptSpec cipher) {
 
     BenchSettings {
         if (repeat < 1 || members < 3 || queueDepth < 1 || bytesPerRun <= 0) {
@@ -39,13 +43,14 @@ record BenchSettings(boolean quick, int repeat, boolean direct, int members, lon
     static BenchSettings defaults() {
         return new BenchSettings(false, 3, false, 4, 256L << 20, 1 << 20, 4, 256L << 20,
                 List.of(64 << 10, 256 << 10, 1 << 20, 32 << 20), List.of(256, 8192, 16384), 8 << 20, 256 << 20,
-                64L << 20, 200, false);
+                64L << 20, 200, false, CryptSpec.PLAIN_DEFAULT);
     }
 
     /** Tiny sizes that exercise every code path in a few seconds. */
     static BenchSettings quickDefaults() {
         return new BenchSettings(true, 2, false, 4, 8L << 20, 64 << 10, 2, 1L << 20,
-                List.of(64 << 10, 256 << 10), List.of(256, 16384), 256 << 10, 2 << 20, 4L << 20, 20, false);
+                List.of(64 << 10, 256 << 10), List.of(256, 16384), 256 << 10, 2 << 20, 4L << 20, 20, false,
+                CryptSpec.PLAIN_DEFAULT);
     }
 
     List<String> describe() {
@@ -58,7 +63,13 @@ record BenchSettings(boolean quick, int repeat, boolean direct, int members, lon
                 + ", random reads " + Sizes.format(randomReadBytes) + " x14, large reads " + Sizes.format(largeReadBytes) + " x1");
         lines.add("readahead budget " + Sizes.format(readaheadBytes) + "; xor " + xorMillis + " ms per routine and repeat"
                 + (iscsi ? "; end to end through iSCSI with qemu-img bench" : ""));
+        lines.add("alignment encrypted stacks: " + cipher + ", " + cipherKeyBytes() * 8 + "-bit key, 512-byte sectors");
         return lines;
+    }
+
+    /** The key size a server LUN gets by default for {@link #cipher}: 512 bits for XTS (two keys), 256 for CBC. */
+    int cipherKeyBytes() {
+        return cipher.mode() == CryptSpec.Mode.XTS ? 64 : 32;
     }
 
     private static String formatAll(List<Integer> sizes) {

@@ -67,9 +67,9 @@ final class IscsiEndToEnd {
     }
 
     /**
-     * Serves the array with an AES-XTS crypto layer whose payload starts {@code offsetSectors} in and readahead
-     * on top, prefills it on the first start, and measures sequential reads and writes of {@code ioBytes}
-     * with the configured queue depth.
+     * Serves the array with a crypto layer (the configured cipher spec, the server's default key size) whose
+     * payload starts {@code offsetSectors} in and readahead on top, prefills it on the first start, and measures
+     * sequential reads and writes of {@code ioBytes} with the configured queue depth.
      */
     ReadWrite measureEncrypted(long offsetSectors, int ioBytes) throws IOException {
         String yaml = String.format(Locale.ROOT, """
@@ -86,8 +86,9 @@ final class IscsiEndToEnd {
                     luns:
                       - lun: 0
                         array: bench
-                        crypto: {cipher: aes-xts-plain64, key_file: bench.key, offset: %d}
-                """, dataDir.toAbsolutePath(), memberList(), settings.memberBytes(), chunk, IQN, offsetSectors);
+                        crypto: {cipher: %s, key_file: bench.key, offset: %d}
+                """, dataDir.toAbsolutePath(), memberList(), settings.memberBytes(), chunk, IQN, settings.cipher(),
+                offsetSectors);
         StripestackConfig config;
         try {
             config = ConfigLoader.parse("bench-iscsi.yaml", yaml, dataDir);

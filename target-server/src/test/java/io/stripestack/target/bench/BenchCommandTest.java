@@ -48,15 +48,33 @@ class BenchCommandTest {
                 + "preread_mib_per_gib,preread_mib_per_gib_min,preread_mib_per_gib_max,partial_rows_per_gib,"
                 + "partial_rows_per_gib_min,partial_rows_per_gib_max,read_vs_aligned,write_vs_aligned,ra_none_mbps,"
                 + "ra_none_mbps_min,ra_none_mbps_max,ra_top_mbps,ra_top_mbps_min,ra_top_mbps_max,ra_above_raid_mbps,"
-                + "ra_above_raid_mbps_min,ra_above_raid_mbps_max");
+                + "ra_above_raid_mbps_min,ra_above_raid_mbps_max,cipher_encrypt_mbps,cipher_encrypt_mbps_min,"
+                + "cipher_encrypt_mbps_max,cipher_decrypt_mbps,cipher_decrypt_mbps_min,cipher_decrypt_mbps_max,"
+                + "write_vs_goal_base,read_vs_goal_base");
         assertEquals(10, rows.size(), "5 offsets x plain/encrypted");
         int writeMbps = 11;
         int prereads = 20;
         int partialRows = 26;
         int readVsAligned = 29;
+        int cipherEncrypt = 40;
+        int cipherDecrypt = 43;
+        int writeVsGoalBase = 46;
         for (String[] row : rows) {
             assertPositive(row, 2, writeMbps, readVsAligned, readVsAligned + 1, 31, 34, 37);
+            if (row[1].equals("encrypted")) {
+                assertPositive(row, cipherEncrypt, cipherDecrypt, writeVsGoalBase, writeVsGoalBase + 1);
+                // the goal's base is the smaller of plain and cipher, so the ratio is at least encrypted / plain
+                String[] plain = find(rows, row[0], "plain");
+                double base = Math.min(Double.parseDouble(plain[writeMbps]), Double.parseDouble(row[cipherEncrypt]));
+                assertEquals(Double.parseDouble(row[writeMbps]) / base, Double.parseDouble(row[writeVsGoalBase]), 0.01,
+                        String.join(",", row));
+            } else {
+                assertEquals("", row[cipherEncrypt] + row[writeVsGoalBase], "plain rows have no cipher figures");
+            }
         }
+        String report = Files.readString(out.resolve("alignment.txt"));
+        assertTrue(report.contains("aes-cbc-essiv:sha256 for 'encrypted'"), "default cipher is not the layer's default");
+        assertTrue(report.contains("issue 4 goals, encrypted stack: stripe-aligned writes"), "goal summary missing");
         // The 81 KiB offset splits every stripe write into two partial rows; a stripe-aligned one fills whole rows.
         // (Whether a partial row needs a pre-read depends on what the stripe cache still holds: not asserted.)
         for (String stack : new String[] {"plain", "encrypted"}) {
@@ -77,8 +95,8 @@ class BenchCommandTest {
         assertTrue(lines.get(0).endsWith(",iscsi_read_mbps,iscsi_read_mbps_min,iscsi_read_mbps_max,iscsi_read_cpu_pct,"
                 + "iscsi_read_cpu_pct_min,iscsi_read_cpu_pct_max,iscsi_write_mbps,iscsi_write_mbps_min,iscsi_write_mbps_max,"
                 + "iscsi_write_cpu_pct,iscsi_write_cpu_pct_min,iscsi_write_cpu_pct_max"), lines.get(0));
-        int readMbps = 40;
-        int writeMbps = 46;
+        int readMbps = 50;
+        int writeMbps = 56;
         for (String line : lines.subList(1, lines.size())) {
             String[] row = line.split(",", -1);
             if (row[1].equals("encrypted")) {
@@ -87,6 +105,23 @@ class BenchCommandTest {
                 assertEquals("", row[readMbps], "plain stacks cannot be served with an offset: " + line);
             }
         }
+    }
+
+    @Test
+    void alignmentStudyTakesTheCipherSpec() throws Exception {
+        runStudy("alignment", "--cipher", "aes-xts-plain64", "--repeat", "1");
+        String report = Files.readString(out.resolve("alignment.txt"));
+        assertTrue(report.contains("aes-xts-plain64 for 'encrypted'"), "the table does not name the chosen cipher");
+        assertTrue(report.contains("alignment encrypted stacks: aes-xts-plain64, 512-bit key"), "settings line missing");
+    }
+
+    @Test
+    void unknownCipherSpecIsRefused() {
+        CommandLine cli = new CommandLine(new BenchCommand());
+        cli.parseArgs("--cipher", "aes-ctr-plain64");
+        IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> ((BenchCommand) cli.getCommand()).settings());
+        assertTrue(e.getMessage().contains("aes-ctr-plain64"), e.getMessage());
     }
 
     @Test
