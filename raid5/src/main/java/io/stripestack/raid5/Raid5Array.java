@@ -99,15 +99,21 @@ public final class Raid5Array implements BlockDevice {
     public static final long DEFAULT_STRIPE_CACHE_BYTES = 32L << 20;
     static final int SLOTS = 1024;
     /**
-     * Longest time a partial row write waits for an in-flight write that will add to the same row
-     * (md's delayed stripes): long enough for a few sequential rows ahead of it to complete.
+     * Shortest bound on the time a partial row write waits for an in-flight write that will add to the same
+     * row (md's delayed stripes). The bound in use is {@value #HOLD_ROW_UPDATES} recent row updates, between
+     * this and {@link #MAX_HOLD_NANOS}: the write that completes the row is issued when one of the stream's
+     * earlier requests completes, so on slow members it comes later.
      */
     static final long HOLD_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
+    static final long MAX_HOLD_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+    private static final int HOLD_ROW_UPDATES = 4;
     /**
      * Calling threads whose writes in progress a slot owner can see at once; a thread beyond them is
      * simply not waited for (a missed hold, never a wrong result).
      */
     private static final int TRACKED_WRITERS = 64;
+    /** Rows of one caller's write queued before it waits for them (see write). */
+    static final int WRITE_WINDOW_ROWS = 16;
     private static final int BLOCK = StripeCache.BLOCK;
     private static final ByteOrder NATIVE = ByteOrder.nativeOrder();
 
@@ -138,8 +144,13 @@ public final class Raid5Array implements BlockDevice {
     private final AtomicReferenceArray<WeakReference<Context>> writers = new AtomicReferenceArray<>(TRACKED_WRITERS);
     /** One past the highest entry of {@code writers} ever taken. */
     private final AtomicInteger writersInUse = new AtomicInteger();
-    /** {@link #HOLD_NANOS}; tests lengthen or shorten it to make a race deterministic. */
-    private volatile long holdNanos = HOLD_NANOS;
+    /** A fixed hold bound set by tests to make a race deterministic, or -1 for the adaptive one (HOLD_NANOS). */
+    private volatile long fixedHoldNanos = -1;
+    /**
+     * Moving average (1/8 weight) of the time a row write update takes, for the hold bound. Updated by slot
+     * owners without a lock: a lost update only skews an estimate.
+     */
+    private volatile long rowUpdateNanos;
     private final List<String> assemblyProblems;
     private final boolean cleanAtOpen;
     private volatile boolean checkParityOnReads;
@@ -487,7 +498,7 @@ public final class Raid5Array implements BlockDevice {
         long start = stats.startIo();
         try {
             Context ctx = contexts.get();
-            RowWrite w = ctx.rowWrite;
+            RowWrite[] pieces = ctx.pieces;
             long pos = offset;
             int srcIndex = src.position();
             int left = length;
@@ -495,21 +506,31 @@ public final class Raid5Array implements BlockDevice {
             ctx.writeStart = offset;
             ctx.writeEnd = offset + length;
             try {
+                // A window of rows is queued at once and then awaited: the request's tail row can be completed by
+                // the next request while this one still waits for its earlier rows, so consecutive requests that
+                // share a row (a stream not aligned to rows) do not wait for one another row by row.
                 while (left > 0) {
-                    long row = pos / rowBytes;
-                    int inRow = (int) (pos - row * rowBytes);
-                    int len = Math.min(left, rowBytes - inRow);
-                    w.set(row, inRow, len, src, srcIndex);
-                    ctx.writeRow = row;
-                    submit(w, ctx);
-                    pos += len;
-                    srcIndex += len;
-                    left -= len;
+                    int queued = 0;
+                    while (left > 0 && queued < pieces.length) {
+                        long row = pos / rowBytes;
+                        int inRow = (int) (pos - row * rowBytes);
+                        int len = Math.min(left, rowBytes - inRow);
+                        RowWrite w = pieces[queued++];
+                        w.set(row, inRow, len, src, srcIndex);
+                        ctx.writeRow = row;
+                        enqueue(w);
+                        pos += len;
+                        srcIndex += len;
+                        left -= len;
+                    }
+                    awaitAll(pieces, queued, ctx);
                 }
             } finally {
                 ctx.writeEnd = -1;
                 ctx.lastEnd = offset + length;
-                w.src = null;
+                for (RowWrite w : pieces) {
+                    w.src = null;
+                }
             }
             src.position(src.limit());
         } catch (IOException | RuntimeException e) {
@@ -686,7 +707,12 @@ public final class Raid5Array implements BlockDevice {
 
     /** Sets the longest hold of a partial row write (see {@link #worthHolding}); for tests. */
     void setWriteHoldNanos(long nanos) {
-        holdNanos = nanos;
+        fixedHoldNanos = nanos;
+    }
+
+    private long holdBoundNanos() {
+        long fixed = fixedHoldNanos;
+        return fixed >= 0 ? fixed : Math.max(HOLD_NANOS, Math.min(MAX_HOLD_NANOS, HOLD_ROW_UPDATES * rowUpdateNanos));
     }
 
     public int stripeCacheSize() {
@@ -1669,10 +1695,15 @@ public final class Raid5Array implements BlockDevice {
         int length;
         ByteBuffer src;
         int srcIndex;
-        /** Guarded by the slot monitor. */
-        boolean done;
-        boolean lead;
+        /**
+         * Written under the slot monitor, read by the waiting caller without it ({@link #awaitAll}): done once
+         * processed ({@code error} is written before it), lead once the slot is the caller's to process.
+         */
+        volatile boolean done;
+        volatile boolean lead;
         IOException error;
+        /** The calling thread, woken by the owner when the write is done or the slot handed to it. */
+        Thread waiter;
 
         void set(long row, int inRow, int length, ByteBuffer src, int srcIndex) {
             this.op = SyncOp.WRITE;
@@ -1710,42 +1741,79 @@ public final class Raid5Array implements BlockDevice {
         boolean holding;
     }
 
+    /** Queues {@code w} on its row's slot and waits until it is done (processing it if it falls to this thread). */
     private void submit(RowWrite w, Context ctx) throws IOException {
+        ctx.single[0] = w;
+        enqueue(w);
+        awaitAll(ctx.single, 1, ctx);
+    }
+
+    /**
+     * Queues {@code w} on its row's slot for the calling thread. If the slot was idle the caller becomes its
+     * owner ({@code w.lead}) and must process it in {@link #awaitAll}; otherwise the owner will batch it or hand
+     * the slot over to it.
+     */
+    private void enqueue(RowWrite w) {
         Slot slot = slots[slotIndex(w.row)];
-        boolean interrupted = false;
         synchronized (slot) {
             w.done = false;
-            w.lead = false;
             w.error = null;
+            w.waiter = Thread.currentThread();
             slot.pending.addLast(w);
             if (slot.holding) {
                 slot.notifyAll();
             }
-            if (slot.busy) {
-                // The owner may be using our buffer: we must wait for it even when interrupted.
-                while (!w.done && !w.lead) {
-                    try {
-                        slot.wait();
-                    } catch (InterruptedException e) {
-                        interrupted = true;
-                    }
-                }
-            } else {
-                slot.busy = true;
-            }
+            w.lead = !slot.busy;
+            slot.busy = true;
         }
-        if (!w.done) {
-            interrupted |= ownSlot(slot, ctx);
+    }
+
+    /**
+     * Waits until the calling thread's queued writes {@code ws[0, count)} are all done, processing every one
+     * handed to it (in queue order of the slots, ascending rows) as its slot's owner; then throws the first
+     * error among them. Waits through interrupts (an owner may be using the callers' buffers) and re-asserts
+     * the interrupt afterwards: an interrupted FileChannel operation would close the member's channel.
+     */
+    private void awaitAll(RowWrite[] ws, int count, Context ctx) throws IOException {
+        boolean interrupted = false;
+        for (;;) {
+            boolean waiting = false;
+            boolean processed = false;
+            for (int i = 0; i < count; i++) {
+                RowWrite w = ws[i];
+                if (w.done) {
+                    continue;
+                }
+                if (w.lead) {
+                    interrupted |= ownSlot(slots[slotIndex(w.row)], ctx);
+                    processed = true;
+                } else {
+                    waiting = true;
+                }
+            }
+            if (!waiting) {
+                break;
+            }
+            // Processing parks on member I/O, which may swallow the unpark of a write done meanwhile: look again
+            // before parking. Parking right after a pass that processed nothing loses no wake-up (the permit).
+            if (!processed) {
+                LockSupport.park(this);
+                interrupted |= Thread.interrupted();
+            }
         }
         if (interrupted) {
             Thread.currentThread().interrupt();
         }
-        if (w.error != null) {
-            IOException e = w.error;
-            w.error = null;
-            throw e instanceof MediumErrorException me
-                    ? new MediumErrorException(me.getMessage(), me.offset(), true, me)
-                    : new IOException(e.getMessage(), e);
+        for (int i = 0; i < count; i++) {
+            IOException e = ws[i].error;
+            if (e != null) {
+                for (int j = i; j < count; j++) {
+                    ws[j].error = null;
+                }
+                throw e instanceof MediumErrorException me
+                        ? new MediumErrorException(me.getMessage(), me.offset(), true, me)
+                        : new IOException(e.getMessage(), e);
+            }
         }
     }
 
@@ -1764,7 +1832,7 @@ public final class Raid5Array implements BlockDevice {
                 while (!coversRow(ctx.batch, count) && worthHolding(ctx.batch[0].row, ctx)) {
                     long now = System.nanoTime();
                     if (deadline == 0) {
-                        deadline = now + holdNanos;
+                        deadline = now + holdBoundNanos();
                         heldWrites.increment();
                     }
                     long left = deadline - now;
@@ -1786,26 +1854,43 @@ public final class Raid5Array implements BlockDevice {
         }
         IOException error = null;
         try {
+            long started = System.nanoTime();
             processRow(slot, ctx.batch, count, ctx);
+            if (ctx.batch[0].op == SyncOp.WRITE) {
+                long average = rowUpdateNanos;
+                rowUpdateNanos = average + ((System.nanoTime() - started - average) >> 3);
+            }
         } catch (IOException e) {
             error = e;
         } catch (RuntimeException e) {
             error = new IOException(name + ": internal error writing row " + ctx.batch[0].row + ": " + e, e);
             LOG.error("{}: internal error writing row {}", name, ctx.batch[0].row, e);
         }
+        Thread self = Thread.currentThread();
+        RowWrite next;
         synchronized (slot) {
             for (int i = 0; i < count; i++) {
-                ctx.batch[i].error = error;
-                ctx.batch[i].done = true;
-                ctx.batch[i] = null;
+                RowWrite w = ctx.batch[i];
+                w.error = error;
+                w.done = true;
             }
-            RowWrite next = slot.pending.peekFirst();
+            next = slot.pending.peekFirst();
             if (next == null) {
                 slot.busy = false;
             } else {
                 next.lead = true;
             }
-            slot.notifyAll();
+        }
+        // Wake the batch's callers and the next owner; each waits in awaitAll (the write is theirs again now).
+        for (int i = 0; i < count; i++) {
+            Thread waiter = ctx.batch[i].waiter;
+            ctx.batch[i] = null;
+            if (waiter != self) {
+                LockSupport.unpark(waiter);
+            }
+        }
+        if (next != null && next.waiter != self) {
+            LockSupport.unpark(next.waiter);
         }
         return interrupted;
     }
@@ -2654,6 +2739,10 @@ public final class Raid5Array implements BlockDevice {
     /** Scratch state of one calling thread; used only by that thread (see the class comment). */
     private final class Context {
         final RowWrite rowWrite = new RowWrite();
+        /** One caller's write: the window of rows it queues at once (see write). */
+        final RowWrite[] pieces = new RowWrite[WRITE_WINDOW_ROWS];
+        /** {@link #submit}'s one-entry array for awaitAll. */
+        final RowWrite[] single = new RowWrite[1];
         RowWrite[] batch = new RowWrite[8];
         final long[][] written;
         final long[] columns;
@@ -2694,6 +2783,9 @@ public final class Raid5Array implements BlockDevice {
             Bits.setRange(allBlocks, 0, blocksPerChunk);
             for (int i = 0; i < dataDisks; i++) {
                 zeroWrites[i] = new RowWrite();
+            }
+            for (int i = 0; i < pieces.length; i++) {
+                pieces[i] = new RowWrite();
             }
             WeakReference<Context> ref = new WeakReference<>(this);
             for (int i = 0; i < TRACKED_WRITERS; i++) {

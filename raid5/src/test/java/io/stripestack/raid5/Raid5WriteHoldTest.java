@@ -8,6 +8,7 @@ import static io.stripestack.raid5.Raid5ArrayTest.memoryMembers;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.stripestack.blockdev.BlockDevice;
@@ -23,6 +24,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -37,7 +39,10 @@ class Raid5WriteHoldTest {
     private static final int CHUNK = 16384;
     private static final int N = 4;
     private static final int ROW = (N - 1) * CHUNK;
-    private static final int ROWS = 8;
+    /** Room for a write longer than the rows one caller queues at once, and a few rows more. */
+    private static final int ROWS = Raid5Array.WRITE_WINDOW_ROWS + 8;
+    /** A row that a write starting at row 1 reaches only after its first window of rows is done. */
+    private static final int LATE_ROW = Raid5Array.WRITE_WINDOW_ROWS + 2;
 
     /** A member whose first data write after {@link #arm()} blocks until {@link #release()}. */
     static final class GatedDevice implements BlockDevice {
@@ -106,13 +111,33 @@ class Raid5WriteHoldTest {
 
     /**
      * Writer B covers row 1 and the head of row 2 (up to {@code split}); its row-1 write is stalled on a
-     * member. Writer A writes the rest of row 2 meanwhile: it must wait for B's piece instead of
-     * pre-reading, and the two pieces must go out as one full-row write whose parity is computed from
+     * member. B queued its row-2 piece together with row 1, so writer A's rest of row 2 waits behind it
+     * instead of pre-reading, and the two pieces go out as one full-row write whose parity is computed from
      * both callers' buffers (the split falls inside a chunk, on a chunk boundary, or near the row's ends).
      */
     @ParameterizedTest
     @ValueSource(ints = {SECTOR, 4096, CHUNK, ROW / 2, 2 * CHUNK + 4096, ROW - SECTOR})
+    void aPartialRowJoinsTheQueuedPieceOfAWriteInProgress(int split) throws Exception {
+        assertTwoWritesFillARow(ROW + split, 0);
+    }
+
+    /**
+     * As above, but B is longer than the rows one caller queues at once: its piece of A's row is not queued
+     * yet while its first rows are stalled. A must hold (wait for B's piece) instead of pre-reading.
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {SECTOR, 4096, CHUNK, ROW / 2, 2 * CHUNK + 4096, ROW - SECTOR})
     void aPartialRowWaitsForTheWriteInProgressThatCompletesIt(int split) throws Exception {
+        assertTwoWritesFillARow((LATE_ROW - 1) * ROW + split, 1);
+    }
+
+    /**
+     * B writes {@code bLength} bytes from row 1 with its first member write stalled; A writes from where B
+     * ends to the end of that row. A must not complete before B's piece of the row is there; then every row
+     * touched is one full-row write and nothing is pre-read. {@code held} is the number of holds expected
+     * (0 when A simply queues behind B's piece, 1 when it must hold for a piece B has not queued yet).
+     */
+    private static void assertTwoWritesFillARow(int bLength, int held) throws Exception {
         List<GatedDevice> members = gatedMembers();
         ExecutorService pool = Executors.newFixedThreadPool(2);
         try (Raid5Array array = create(members, CHUNK, Raid5Layout.LEFT_SYMMETRIC, 8)) {
@@ -120,8 +145,8 @@ class Raid5WriteHoldTest {
             byte[] data = new byte[ROWS * ROW];
             new Random(5).nextBytes(data);
             int bStart = ROW;
-            int bLength = ROW + split;
             int aStart = bStart + bLength;
+            int aEnd = (aStart / ROW + 1) * ROW;
             members.get(0).arm();
             Future<?> b = pool.submit(() -> {
                 array.write(bStart, ByteBuffer.wrap(data, bStart, bLength));
@@ -129,21 +154,25 @@ class Raid5WriteHoldTest {
             });
             assertTrue(members.get(0).entered.await(10, TimeUnit.SECONDS), "B's row-1 write never reached the member");
             Future<?> a = pool.submit(() -> {
-                array.write(aStart, ByteBuffer.wrap(data, aStart, 3 * ROW - aStart));
+                array.write(aStart, ByteBuffer.wrap(data, aStart, aEnd - aStart));
                 return null;
             });
-            awaitCounter(array, "held_writes", 1);
-            assertFalse(a.isDone(), "A's half row must not be written before B's half arrives");
+            if (held > 0) {
+                awaitCounter(array, "held_writes", held);
+            }
+            assertThrows(TimeoutException.class, () -> a.get(200, TimeUnit.MILLISECONDS),
+                    "A's part of the row must not be written before B's part arrives");
             members.get(0).release();
             b.get(10, TimeUnit.SECONDS);
             a.get(10, TimeUnit.SECONDS);
 
-            assertEquals(0, counter(array, "member_prereads"), "the halves fill row 2 together: nothing to read");
-            assertEquals(2, counter(array, "full_stripe_writes"), "row 1 and row 2 are written as full rows");
+            assertEquals(0, counter(array, "member_prereads"), "the parts fill the row together: nothing to read");
+            assertEquals(aEnd / ROW - 1, counter(array, "full_stripe_writes"), "every row is written as a full row");
             assertEquals(0, counter(array, "rmw_writes") + counter(array, "reconstruct_writes"));
-            byte[] got = new byte[2 * ROW];
+            assertEquals(held, counter(array, "held_writes"));
+            byte[] got = new byte[aEnd - ROW];
             array.read(ROW, ByteBuffer.wrap(got));
-            assertArrayEquals(java.util.Arrays.copyOfRange(data, ROW, 3 * ROW), got);
+            assertArrayEquals(java.util.Arrays.copyOfRange(data, ROW, aEnd), got);
             assertParityConsistent(members, CHUNK, ROWS);
         } finally {
             members.forEach(GatedDevice::release);
@@ -161,24 +190,25 @@ class Raid5WriteHoldTest {
             byte[] data = new byte[ROWS * ROW];
             new Random(6).nextBytes(data);
             int bStart = ROW;
-            int bLength = ROW + ROW / 2;
+            int bLength = (LATE_ROW - 1) * ROW + ROW / 2;
             int aStart = bStart + bLength;
+            int aEnd = (LATE_ROW + 1) * ROW;
             members.get(0).arm();
             Future<?> b = pool.submit(() -> {
                 array.write(bStart, ByteBuffer.wrap(data, bStart, bLength));
                 return null;
             });
             assertTrue(members.get(0).entered.await(10, TimeUnit.SECONDS), "B's row-1 write never reached the member");
-            array.write(aStart, ByteBuffer.wrap(data, aStart, 3 * ROW - aStart));
+            array.write(aStart, ByteBuffer.wrap(data, aStart, aEnd - aStart));
             assertEquals(1, counter(array, "held_writes"));
             assertFalse(b.isDone(), "A completed while B was still stalled");
             assertTrue(counter(array, "member_prereads") > 0, "alone, A's half row needs the old contents");
             members.get(0).release();
             b.get(10, TimeUnit.SECONDS);
 
-            byte[] got = new byte[2 * ROW];
+            byte[] got = new byte[aEnd - ROW];
             array.read(ROW, ByteBuffer.wrap(got));
-            assertArrayEquals(java.util.Arrays.copyOfRange(data, ROW, 3 * ROW), got);
+            assertArrayEquals(java.util.Arrays.copyOfRange(data, ROW, aEnd), got);
             assertParityConsistent(members, CHUNK, ROWS);
         } finally {
             members.forEach(GatedDevice::release);

@@ -2,131 +2,194 @@ package io.stripestack.raid5.bench;
 
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.FileBlockDevice;
+import io.stripestack.blockdev.Geometry;
 import io.stripestack.raid5.Raid0Array;
 import io.stripestack.raid5.Raid5Array;
 import io.stripestack.raid5.Raid5Config;
-import io.stripestack.raid5.Raid5Files;
 import io.stripestack.raid5.Raid5Options;
-import io.stripestack.raid5.Xor;
+import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 
 /**
- * RAID-5 over n members against RAID-0 over n-1 members of the same files (seed 000's experiment):
- * random 8 MiB reads with 14 outstanding, full-stripe sequential writes, random 64 KiB writes, and the
- * XOR routines against a plain copy. Prints throughput and process CPU seconds per GiB moved. Member
- * files live in a temporary directory and are deleted at the end; they are small and freshly written,
- * so reads mostly come from the page cache: the numbers compare the engines' CPU cost, not disks.
+ * RAID-5 over n members against RAID-0 over n-1 members (seed 000's and seed 003's comparison), both open at
+ * once on their own fresh member files and measured in interleaved rounds, so every ratio compares two
+ * figures taken seconds apart: full-stripe sequential writes (4 streams), stripe-sized sequential writes
+ * shifted by 4 KiB (one stream, 4 outstanding), random 8 MiB reads with 14 outstanding, random 64 KiB writes
+ * with 14 outstanding. Prints MB/s, process CPU seconds per GiB and, for RAID-5, member pre-reads per GiB.
  *
- * <p>Usage: {@code Raid5Bench [members=5] [chunkKiB=512] [memberMiB=64] [dir=/tmp]}. Plain main, no
- * timed asserts; keep runs short on shared machines.
+ * <p>Members are page-cache files unless {@code --direct} (O_DIRECT) is given. With
+ * {@code --member-mbps=N} every member is paced like an independent disk that serves its requests one after
+ * another at N MB/s (a request of b bytes occupies the member for b/N seconds after the previous one ends):
+ * the (n-1) x bandwidth ceiling of seed 003, which page-cache files sharing two cores cannot show.
+ *
+ * <p>Usage: {@code Raid5Bench [members=4] [chunkKiB=512] [memberMiB=256] [dir=/tmp] [--rounds=3]
+ * [--direct] [--member-mbps=N]}. Plain main, no timed asserts.
  */
 public final class Raid5Bench {
     private static final int READ_SIZE = 8 << 20;
     private static final int OUTSTANDING = 14;
+    private static final int STREAMS = 4;
+    private static final long BYTES_PER_RUN = 256L << 20;
 
     private Raid5Bench() {
     }
 
+    private interface Workload {
+        /** Runs once over {@code device} and returns the bytes moved. */
+        long run(BlockDevice device, ByteBuffer[] buffers) throws Exception;
+    }
+
+    private record Case(String name, Workload workload) {
+    }
+
     public static void main(String[] args) throws Exception {
-        int members = args.length > 0 ? Integer.parseInt(args[0]) : 5;
-        int chunk = (args.length > 1 ? Integer.parseInt(args[1]) : 512) * 1024;
-        long memberBytes = (args.length > 2 ? Long.parseLong(args[2]) : 64) << 20;
-        Path base = Path.of(args.length > 3 ? args[3] : System.getProperty("java.io.tmpdir"));
-        Path dir = Files.createTempDirectory(base, "raid5bench");
-        List<Path> paths = new ArrayList<>();
-        for (int i = 0; i < members; i++) {
-            paths.add(dir.resolve("member" + i + ".img"));
+        List<String> positional = new ArrayList<>();
+        int rounds = 3;
+        boolean direct = false;
+        long memberBytesPerSecond = 0;
+        for (String a : args) {
+            if (a.startsWith("--rounds=")) {
+                rounds = Integer.parseInt(a.substring(9));
+            } else if (a.equals("--direct")) {
+                direct = true;
+            } else if (a.startsWith("--member-mbps=")) {
+                memberBytesPerSecond = Long.parseLong(a.substring(14)) * 1_000_000L;
+            } else if (a.startsWith("--")) {
+                throw new IllegalArgumentException("unknown option " + a
+                        + "; usage: Raid5Bench [members] [chunkKiB] [memberMiB] [dir] [--rounds=N] [--direct] [--member-mbps=N]");
+            } else {
+                positional.add(a);
+            }
         }
-        List<String[]> table = new ArrayList<>();
+        int members = positional.size() > 0 ? Integer.parseInt(positional.get(0)) : 4;
+        int chunk = (positional.size() > 1 ? Integer.parseInt(positional.get(1)) : 512) * 1024;
+        long memberBytes = (positional.size() > 2 ? Long.parseLong(positional.get(2)) : 256) << 20;
+        Path base = Path.of(positional.size() > 3 ? positional.get(3) : System.getProperty("java.io.tmpdir"));
+        Path dir = Files.createTempDirectory(base, "raid5bench");
+        List<Path> files = new ArrayList<>();
+        List<BlockDevice> raid5Members = new ArrayList<>();
+        List<BlockDevice> raid0Members = new ArrayList<>();
+        Raid5Config config = Raid5Config.defaults("bench").withChunk(chunk);
         try {
-            Raid5Config config = Raid5Config.defaults("bench").withChunk(chunk);
-            long dataOffset = config.dataOffsetSectors() * 512;
-            try (Raid5Array raid5 = Raid5Files.create(paths, memberBytes, config, Raid5Options.defaults())) {
-                int row = raid5.geometry().optimalIo();
-                String label = "raid5 " + members + " ";
-                table.add(run(label + "full-stripe seq write", raid5,
-                        (dev, buf) -> sequentialWrites(dev, buf, row * Math.max(1, (4 << 20) / row))));
-                table.add(run(label + "random 8 MiB read x14", raid5, Raid5Bench::randomReads));
-                table.add(run(label + "random 64 KiB write x14", raid5, (dev, buf) -> randomWrites(dev, 64 * 1024)));
-                System.out.println(raid5.stats());
+            for (int i = 0; i < 2 * members - 1; i++) {
+                Path p = dir.resolve((i < members ? "raid5-" : "raid0-") + i + ".img");
+                files.add(p);
+                FileBlockDevice.create(p, memberBytes, 512).close();
+                BlockDevice device = FileBlockDevice.open(p, 512, direct, false);
+                if (memberBytesPerSecond > 0) {
+                    device = new PacedDevice(device, memberBytesPerSecond);
+                }
+                (i < members ? raid5Members : raid0Members).add(device);
             }
-            // RAID-0 over the first n-1 of the same files, after the RAID-5 array has let go of them.
-            List<BlockDevice> zeroMembers = new ArrayList<>();
-            for (int i = 0; i < members - 1; i++) {
-                zeroMembers.add(FileBlockDevice.open(paths.get(i), 512, false, false));
-            }
-            try (Raid0Array raid0 = new Raid0Array("raid0", zeroMembers, chunk, dataOffset)) {
-                int stripe = raid0.geometry().optimalIo();
-                String label = "raid0 " + (members - 1) + " ";
-                table.add(run(label + "seq write", raid0,
-                        (dev, buf) -> sequentialWrites(dev, buf, stripe * Math.max(1, (4 << 20) / stripe))));
-                table.add(run(label + "random 8 MiB read x14", raid0, Raid5Bench::randomReads));
-                table.add(run(label + "random 64 KiB write x14", raid0, (dev, buf) -> randomWrites(dev, 64 * 1024)));
+            try (Raid5Array raid5 = Raid5Array.create(raid5Members, config, Raid5Options.defaults(), true);
+                 Raid0Array raid0 = new Raid0Array("raid0", raid0Members, chunk, config.dataOffsetSectors() * 512)) {
+                raid5Members.clear();
+                raid0Members.clear();
+                System.out.printf(Locale.ROOT, "Raid5Bench: RAID-5 x%d vs RAID-0 x%d, chunk %d KiB, members of %d MiB, %s, %s, "
+                        + "%d interleaved rounds, %s%n", members, members - 1, chunk >> 10, memberBytes >> 20,
+                        direct ? "O_DIRECT" : "page cache",
+                        memberBytesPerSecond > 0 ? "each member paced at " + memberBytesPerSecond / 1_000_000 + " MB/s" : "unpaced",
+                        rounds, System.getProperty("java.vm.version"));
+                measure(raid5, raid0, rounds);
             }
         } finally {
-            for (Path p : paths) {
+            for (BlockDevice d : raid5Members) {
+                d.close();
+            }
+            for (BlockDevice d : raid0Members) {
+                d.close();
+            }
+            for (Path p : files) {
                 Files.deleteIfExists(p);
             }
             Files.deleteIfExists(dir);
         }
-        xorTable(members, Math.min(chunk, 256 * 1024), table);
-        System.out.printf(Locale.ROOT, "%-34s %12s %14s%n", "test", "MB/s", "CPU s per GiB");
-        for (String[] line : table) {
-            System.out.printf(Locale.ROOT, "%-34s %12s %14s%n", line[0], line[1], line[2]);
-        }
     }
 
-    private interface Workload {
-        /** Runs the workload and returns the bytes moved. */
-        long run(BlockDevice device, ByteBuffer[] buffers) throws Exception;
-    }
-
-    /** One untimed pass (JIT, page cache), then the measured pass. */
-    private static String[] run(String label, BlockDevice device, Workload workload) throws Exception {
+    private static void measure(Raid5Array raid5, Raid0Array raid0, int rounds) throws Exception {
+        int row = raid5.geometry().optimalIo();
+        Case[] cases = {
+            new Case("full-stripe seq write x" + STREAMS, (d, b) -> sequentialWrites(d, b, rowMultiple(d.geometry()))),
+            new Case("stripe-sized write +4KiB x" + STREAMS, (d, b) -> shiftedStream(d, b, d.geometry().optimalIo(), 4096)),
+            new Case("random 8 MiB read x" + OUTSTANDING, Raid5Bench::randomReads),
+            new Case("random 64 KiB write x" + OUTSTANDING, (d, b) -> randomWrites(d, b, 64 * 1024)),
+        };
         ByteBuffer[] buffers = new ByteBuffer[OUTSTANDING];
         for (int i = 0; i < OUTSTANDING; i++) {
-            buffers[i] = ByteBuffer.allocateDirect(READ_SIZE);
+            buffers[i] = ByteBuffer.allocateDirect(Math.max(READ_SIZE, 2 * row));
+            while (buffers[i].hasRemaining()) {
+                buffers[i].putLong(ThreadLocalRandom.current().nextLong());
+            }
+            buffers[i].clear();
         }
-        workload.run(device, buffers);
-        long cpu0 = processCpuNanos();
-        long t0 = System.nanoTime();
-        long bytes = workload.run(device, buffers);
-        long wall = System.nanoTime() - t0;
-        long cpu = processCpuNanos() - cpu0;
-        double mbps = bytes / 1e6 / (wall / 1e9);
-        double cpuPerGib = (cpu / 1e9) / (bytes / (double) (1L << 30));
-        return new String[] {label, String.format(Locale.ROOT, "%.0f", mbps), String.format(Locale.ROOT, "%.3f", cpuPerGib)};
+        // Write both arrays end to end first, so every read reads written blocks and files are allocated.
+        sequentialWrites(raid5, buffers, rowMultiple(raid5.geometry()), raid5.size());
+        sequentialWrites(raid0, buffers, rowMultiple(raid0.geometry()), raid0.size());
+        BlockDevice[] arrays = {raid5, raid0};
+        double[][][] mbps = new double[cases.length][2][rounds];
+        double[][][] cpu = new double[cases.length][2][rounds];
+        double[][] prereads = new double[cases.length][rounds];
+        for (int round = -1; round < rounds; round++) {             // round -1 warms the JIT up, untimed
+            for (int c = 0; c < cases.length; c++) {
+                for (int a = 0; a < 2; a++) {
+                    long pre0 = raid5.stats().counter("member_prereads").sum();
+                    long cpu0 = processCpuNanos();
+                    long t0 = System.nanoTime();
+                    long bytes = cases[c].workload.run(arrays[a], buffers);
+                    long wall = System.nanoTime() - t0;
+                    long cpuNanos = processCpuNanos() - cpu0;
+                    if (round >= 0) {
+                        double gib = bytes / (double) (1L << 30);
+                        mbps[c][a][round] = bytes / 1e6 / (wall / 1e9);
+                        cpu[c][a][round] = cpuNanos / 1e9 / gib;
+                        if (a == 0) {
+                            prereads[c][round] = (raid5.stats().counter("member_prereads").sum() - pre0) / gib;
+                        }
+                    }
+                }
+            }
+        }
+        System.out.println("| workload | RAID-5 MB/s | RAID-0 MB/s | RAID-5 / RAID-0 | RAID-5 CPU s/GiB | RAID-0 CPU s/GiB | RAID-5 pre-reads/GiB |");
+        System.out.println("|---|---:|---:|---:|---:|---:|---:|");
+        for (int c = 0; c < cases.length; c++) {
+            double[] ratio = new double[rounds];
+            for (int r = 0; r < rounds; r++) {
+                ratio[r] = mbps[c][0][r] / mbps[c][1][r];
+            }
+            System.out.printf(Locale.ROOT, "| %s | %.0f | %.0f | %.2f (%.2f..%.2f) | %.3f | %.3f | %.0f |%n", cases[c].name,
+                    median(mbps[c][0]), median(mbps[c][1]), median(ratio), min(ratio), max(ratio),
+                    median(cpu[c][0]), median(cpu[c][1]), median(prereads[c]));
+        }
+        System.out.println("(medians of the rounds; the ratio's range in brackets; every round ran RAID-5 then RAID-0 for each workload)");
+        System.out.println(raid5.stats());
     }
 
-    private static long randomReads(BlockDevice device, ByteBuffer[] buffers) throws Exception {
-        int perThread = 8;
-        return parallel(OUTSTANDING, t -> {
-            ThreadLocalRandom r = ThreadLocalRandom.current();
-            ByteBuffer buf = buffers[t];
-            long slots = device.size() / READ_SIZE;
-            for (int i = 0; i < perThread; i++) {
-                long offset = r.nextLong(slots) * READ_SIZE;
-                device.read(offset, buf.clear());
-            }
-            return (long) perThread * READ_SIZE;
-        });
+    private static int rowMultiple(Geometry g) {
+        return g.optimalIo() * Math.max(1, (4 << 20) / g.optimalIo());
     }
 
     private static long sequentialWrites(BlockDevice device, ByteBuffer[] buffers, int ioSize) throws Exception {
-        int threads = 4;
-        long region = device.size() / threads / ioSize * ioSize;
-        return parallel(threads, t -> {
-            ByteBuffer buf = buffers[t].duplicate().clear().limit(ioSize);
+        return sequentialWrites(device, buffers, ioSize, Math.min(device.size(), BYTES_PER_RUN));
+    }
+
+    /** {@value #STREAMS} streams, each writing its own quarter of the first {@code total} bytes in order. */
+    private static long sequentialWrites(BlockDevice device, ByteBuffer[] buffers, int ioSize, long total) throws Exception {
+        long region = total / STREAMS / ioSize * ioSize;
+        return parallel(STREAMS, t -> {
+            ByteBuffer buf = buffers[t].duplicate();
             long start = t * region;
             for (long off = 0; off + ioSize <= region; off += ioSize) {
                 device.write(start + off, buf.clear().limit(ioSize));
@@ -135,14 +198,42 @@ public final class Raid5Bench {
         });
     }
 
-    private static long randomWrites(BlockDevice device, int ioSize) throws Exception {
-        int perThread = 200;
+    /** One sequential stream of {@code ioSize} writes starting at {@code shift}, {@value #STREAMS} outstanding. */
+    private static long shiftedStream(BlockDevice device, ByteBuffer[] buffers, int ioSize, long shift) throws Exception {
+        long count = (Math.min(device.size(), BYTES_PER_RUN) - shift) / ioSize;
+        AtomicLong next = new AtomicLong();
+        return parallel(STREAMS, t -> {
+            ByteBuffer buf = buffers[t].duplicate();
+            long moved = 0;
+            for (long i = next.getAndIncrement(); i < count; i = next.getAndIncrement()) {
+                device.write(shift + i * ioSize, buf.clear().limit(ioSize));
+                moved += ioSize;
+            }
+            return moved;
+        });
+    }
+
+    private static long randomReads(BlockDevice device, ByteBuffer[] buffers) throws Exception {
+        int perThread = (int) Math.max(1, BYTES_PER_RUN / READ_SIZE / OUTSTANDING);
         return parallel(OUTSTANDING, t -> {
             ThreadLocalRandom r = ThreadLocalRandom.current();
-            ByteBuffer buf = ByteBuffer.allocateDirect(ioSize);
+            ByteBuffer buf = buffers[t];
+            long slots = device.size() / READ_SIZE;
+            for (int i = 0; i < perThread; i++) {
+                device.read(r.nextLong(slots) * READ_SIZE, buf.clear().limit(READ_SIZE));
+            }
+            return (long) perThread * READ_SIZE;
+        });
+    }
+
+    private static long randomWrites(BlockDevice device, ByteBuffer[] buffers, int ioSize) throws Exception {
+        int perThread = (int) Math.max(1, BYTES_PER_RUN / 16 / ioSize / OUTSTANDING);
+        return parallel(OUTSTANDING, t -> {
+            ThreadLocalRandom r = ThreadLocalRandom.current();
+            ByteBuffer buf = buffers[t].duplicate();
             long slots = device.size() / ioSize;
             for (int i = 0; i < perThread; i++) {
-                device.write(r.nextLong(slots) * ioSize, buf.clear());
+                device.write(r.nextLong(slots) * ioSize, buf.clear().limit(ioSize));
             }
             return (long) perThread * ioSize;
         });
@@ -170,27 +261,26 @@ public final class Raid5Bench {
         }
     }
 
-    private static void xorTable(int members, int chunk, List<String[]> table) {
-        int bytes = chunk;
-        for (Xor routine : Xor.candidates()) {
-            Xor.measure(routine, members - 1, bytes, 200);          // until the JIT has compiled it
-            long mbps = Xor.measure(routine, members - 1, bytes, 100);
-            table.add(new String[] {"xor " + routine.name() + " (" + (members - 1) + " src)", Long.toString(mbps), "-"});
+    private static double median(double[] values) {
+        double[] sorted = values.clone();
+        Arrays.sort(sorted);
+        return sorted[sorted.length / 2];
+    }
+
+    private static double min(double[] values) {
+        double m = Double.MAX_VALUE;
+        for (double v : values) {
+            m = Math.min(m, v);
         }
-        ByteBuffer src = ByteBuffer.allocateDirect(chunk);
-        ByteBuffer dst = ByteBuffer.allocateDirect(chunk);
-        long mbps = 0;
-        for (int round = 0; round < 2; round++) {                   // the first round warms up
-            long copied = 0;
-            long t0 = System.nanoTime();
-            long deadline = t0 + 100_000_000L;
-            while (System.nanoTime() < deadline) {
-                dst.put(0, src, 0, chunk);
-                copied += chunk;
-            }
-            mbps = copied * 1000 / Math.max(1, System.nanoTime() - t0);
+        return m;
+    }
+
+    private static double max(double[] values) {
+        double m = 0;
+        for (double v : values) {
+            m = Math.max(m, v);
         }
-        table.add(new String[] {"memcpy (ByteBuffer.put)", Long.toString(mbps), "-"});
+        return m;
     }
 
     private static long processCpuNanos() {
@@ -199,5 +289,86 @@ public final class Raid5Bench {
             return sun.getProcessCpuTime();
         }
         return ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime();
+    }
+
+    /**
+     * A member paced like an independent disk of fixed bandwidth: requests are served one after another,
+     * each occupying the device for its size divided by the bandwidth; a caller returns when its request's
+     * turn has ended (the real I/O runs first and overlaps that time). Thread-safe: the device's busy-until
+     * time is one atomic.
+     */
+    private static final class PacedDevice implements BlockDevice {
+        private final BlockDevice below;
+        private final long bytesPerSecond;
+        private final AtomicLong busyUntil = new AtomicLong(System.nanoTime());
+
+        PacedDevice(BlockDevice below, long bytesPerSecond) {
+            this.below = below;
+            this.bytesPerSecond = bytesPerSecond;
+        }
+
+        private void pace(long started, long bytes) {
+            long cost = bytes * 1_000_000_000L / bytesPerSecond;
+            long end;
+            long busy;
+            do {
+                busy = busyUntil.get();
+                end = Math.max(started, busy) + cost;
+            } while (!busyUntil.compareAndSet(busy, end));
+            for (long left = end - System.nanoTime(); left > 0; left = end - System.nanoTime()) {
+                LockSupport.parkNanos(left);
+            }
+        }
+
+        @Override
+        public String name() {
+            return below.name();
+        }
+
+        @Override
+        public long size() {
+            return below.size();
+        }
+
+        @Override
+        public int logicalBlockSize() {
+            return below.logicalBlockSize();
+        }
+
+        @Override
+        public Geometry geometry() {
+            return below.geometry();
+        }
+
+        @Override
+        public void read(long offset, ByteBuffer dst) throws IOException {
+            long started = System.nanoTime();
+            int bytes = dst.remaining();
+            below.read(offset, dst);
+            pace(started, bytes);
+        }
+
+        @Override
+        public void write(long offset, ByteBuffer src) throws IOException {
+            long started = System.nanoTime();
+            int bytes = src.remaining();
+            below.write(offset, src);
+            pace(started, bytes);
+        }
+
+        @Override
+        public void flush() throws IOException {
+            below.flush();
+        }
+
+        @Override
+        public io.stripestack.blockdev.IoStats stats() {
+            return below.stats();
+        }
+
+        @Override
+        public void close() throws IOException {
+            below.close();
+        }
     }
 }
