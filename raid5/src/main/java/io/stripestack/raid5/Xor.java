@@ -296,6 +296,81 @@ public abstract class Xor {
     }
 
     /**
+     * Fixed arity in native code ({@link NativeXor}, vectorized by gcc: {@code sse2} is the x86-64 baseline,
+     * {@code avx2} needs that CPU extension) when every buffer of the pass is direct; a pass touching a heap
+     * buffer runs the raw Java loop instead (the native code sees addresses only).
+     */
+    private static final class NativeLongs extends FixedArity {
+        private final int avx2;
+        private final RawLongs heapPasses = new RawLongs(4);
+
+        NativeLongs(boolean avx2) {
+            super(avx2 ? "avx2" : "sse2", 4);
+            this.avx2 = avx2 ? 1 : 0;
+        }
+
+        @Override
+        void pass1(ByteBuffer dst, int d, ByteBuffer a, int ai, int length) {
+            if (!dst.isDirect() || !a.isDirect()) {
+                heapPasses.pass1(dst, d, a, ai, length);
+                return;
+            }
+            RawMemory.writableBase(dst);
+            NativeXor.pass1(avx2, RawMemory.address(dst, d, length), RawMemory.address(a, ai, length), length);
+            RawMemory.keepAlive(dst);
+            RawMemory.keepAlive(a);
+        }
+
+        @Override
+        void pass2(ByteBuffer dst, int d, ByteBuffer a, int ai, ByteBuffer b, int bi, int length) {
+            if (!dst.isDirect() || !a.isDirect() || !b.isDirect()) {
+                heapPasses.pass2(dst, d, a, ai, b, bi, length);
+                return;
+            }
+            RawMemory.writableBase(dst);
+            NativeXor.pass2(avx2, RawMemory.address(dst, d, length), RawMemory.address(a, ai, length),
+                    RawMemory.address(b, bi, length), length);
+            RawMemory.keepAlive(dst);
+            RawMemory.keepAlive(a);
+            RawMemory.keepAlive(b);
+        }
+
+        @Override
+        void pass3(ByteBuffer dst, int d, ByteBuffer a, int ai, ByteBuffer b, int bi,
+                   ByteBuffer c, int ci, int length) {
+            if (!dst.isDirect() || !a.isDirect() || !b.isDirect() || !c.isDirect()) {
+                heapPasses.pass3(dst, d, a, ai, b, bi, c, ci, length);
+                return;
+            }
+            RawMemory.writableBase(dst);
+            NativeXor.pass3(avx2, RawMemory.address(dst, d, length), RawMemory.address(a, ai, length),
+                    RawMemory.address(b, bi, length), RawMemory.address(c, ci, length), length);
+            RawMemory.keepAlive(dst);
+            RawMemory.keepAlive(a);
+            RawMemory.keepAlive(b);
+            RawMemory.keepAlive(c);
+        }
+
+        @Override
+        void pass4(ByteBuffer dst, int d, ByteBuffer a, int ai, ByteBuffer b, int bi,
+                   ByteBuffer c, int ci, ByteBuffer e, int ei, int length) {
+            if (!dst.isDirect() || !a.isDirect() || !b.isDirect() || !c.isDirect() || !e.isDirect()) {
+                heapPasses.pass4(dst, d, a, ai, b, bi, c, ci, e, ei, length);
+                return;
+            }
+            RawMemory.writableBase(dst);
+            NativeXor.pass4(avx2, RawMemory.address(dst, d, length), RawMemory.address(a, ai, length),
+                    RawMemory.address(b, bi, length), RawMemory.address(c, ci, length),
+                    RawMemory.address(e, ei, length), length);
+            RawMemory.keepAlive(dst);
+            RawMemory.keepAlive(a);
+            RawMemory.keepAlive(b);
+            RawMemory.keepAlive(c);
+            RawMemory.keepAlive(e);
+        }
+    }
+
+    /**
      * Raw access to a ByteBuffer's bytes through sun.misc.Unsafe (module jdk.unsupported, readable
      * without flags): the backing array (null for direct memory) and the {@code address} field of
      * java.nio.Buffer, which JDK 17 keeps for both kinds (the native address of byte 0 of a direct
@@ -410,11 +485,34 @@ public abstract class Xor {
     static final Xor RAW_3SRC = new RawLongs(3);
     static final Xor RAW_4SRC = new RawLongs(4);
 
+    /** Native routines, only where both the library and raw buffer addresses are available. */
+    private static final List<Xor> NATIVE = !RawMemory.AVAILABLE || !NativeXor.AVAILABLE ? List.of()
+            : NativeXor.AVX2 ? List.of(new NativeLongs(false), new NativeLongs(true)) : List.of(new NativeLongs(false));
+
     /** Every candidate, in the order they are measured. */
     public static List<Xor> candidates() {
-        return RawMemory.AVAILABLE
+        List<Xor> java = RawMemory.AVAILABLE
                 ? List.of(BYTE_LOOP, LONG_2SRC, LONG_3SRC, LONG_4SRC, RAW_2SRC, RAW_3SRC, RAW_4SRC)
                 : List.of(BYTE_LOOP, LONG_2SRC, LONG_3SRC, LONG_4SRC);
+        if (NATIVE.isEmpty()) {
+            return java;
+        }
+        List<Xor> all = new java.util.ArrayList<>(java);
+        all.addAll(NATIVE);
+        return List.copyOf(all);
+    }
+
+    /** The native routines this JVM loaded (empty if none; see {@link NativeXor}). */
+    public static List<Xor> nativeRoutines() {
+        return NATIVE;
+    }
+
+    /** Why there are no native routines, or null if there are. */
+    public static String nativeUnavailableReason() {
+        if (!RawMemory.AVAILABLE) {
+            return "raw buffer addresses are unavailable on this JDK";
+        }
+        return NativeXor.UNAVAILABLE_REASON;
     }
 
     /** The fastest routine on this machine, measured (and logged) on first use. */
