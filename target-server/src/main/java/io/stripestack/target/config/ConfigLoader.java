@@ -10,6 +10,7 @@ import io.stripestack.target.config.StripestackConfig.ReadaheadConfig;
 import io.stripestack.target.config.StripestackConfig.ServerConfig;
 import io.stripestack.target.config.StripestackConfig.TargetConfig;
 import io.stripestack.crypto.PlainModeKeys;
+import io.stripestack.target.iscsi.IscsiServerSettings;
 import java.io.IOException;
 import java.io.Reader;
 import java.io.StringReader;
@@ -111,6 +112,7 @@ public final class ConfigLoader {
         Path admin = dataDir.resolve("stripestack.sock");
         Portal metrics = null;
         long readaheadBudget = 64L << 20;
+        long writeBufferBudget = IscsiServerSettings.DEFAULT_WRITE_BUFFER_BUDGET;
         if (n != null) {
             YamlNode p = n.child("portals");
             if (p != null) {
@@ -141,6 +143,11 @@ public final class ConfigLoader {
             if (budget != null) {
                 readaheadBudget = budget.size(1L << 20, 1L << 36);
             }
+            YamlNode writeBudget = n.child("write_buffer_budget");
+            if (writeBudget != null) {
+                writeBufferBudget = writeBudget.size(IscsiServerSettings.MIN_WRITE_BUFFER_BUDGET,
+                        IscsiServerSettings.MAX_WRITE_BUFFER_BUDGET);
+            }
             YamlNode m = n.child("metrics");
             if (m != null) {
                 metrics = portal(m);
@@ -158,7 +165,7 @@ public final class ConfigLoader {
             portals.add(new Portal("127.0.0.1", 3260));
         }
         return new ServerConfig(List.copyOf(portals), List.copyOf(advertise), tpgt, queueDepth, ioThreads, mrdsl,
-                maxBurst, firstBurst, immediateData, initialR2T, nopIn, admin, metrics, readaheadBudget);
+                maxBurst, firstBurst, immediateData, initialR2T, nopIn, admin, metrics, readaheadBudget, writeBufferBudget);
     }
 
     private static boolean isLoopback(String host) {

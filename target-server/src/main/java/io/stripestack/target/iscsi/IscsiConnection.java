@@ -28,8 +28,15 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Concurrency: every field is owned by the channel's event loop. SCSI commands run on the
  * server's I/O executor ({@link IscsiTask}) and come back to the event loop to answer; nothing here
- * blocks. Other threads only call {@link #drain()} and {@link #closeForReinstatement()}, which hop
- * onto the event loop.
+ * blocks. Other threads only call {@link #drain()}, {@link #closeForReinstatement()} and
+ * {@link #writeBufferGranted}, which hop onto the event loop.
+ *
+ * <p>Write buffers come from the server's {@link WriteBufferBudget}: a write command whose buffer
+ * does not fit waits, without R2Ts, until a finished or aborted command returns budget; only its
+ * unsolicited data (bounded by FirstBurstLength) is taken at once, and when even that has no room
+ * the command is answered TASK SET FULL (after its unsolicited data, RFC 7143 section 11.4: the
+ * response waits for the Data-Out with the F bit). Task management, logout and connection loss
+ * treat a waiting command like any command still collecting data: dropped, its budget returned.
  */
 final class IscsiConnection extends ChannelInboundHandlerAdapter {
     private static final Logger log = LoggerFactory.getLogger(IscsiConnection.class);
@@ -107,6 +114,10 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
 
     ScsiCommandRouter router() {
         return target.router();
+    }
+
+    WriteBufferBudget writeBuffers() {
+        return server.writeBuffers;
     }
 
     EventLoop eventLoop() {
@@ -486,16 +497,69 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
             return;
         }
         tasksByTtt.put(ttt, task);
-        task.dataOut = ctx.alloc().directBuffer(edtl, edtl);
-        task.dataOut.writerIndex(edtl);
-        if (immediateLength > 0) {
-            task.dataOut.setBytes(0, data, data.readerIndex(), immediateLength);
-            task.bytesReceived = immediateLength;
-        }
         boolean finalBit = (flags & Bhs.FINAL_BIT) != 0;
-        task.unsolicitedPending = !finalBit && !params.initialR2T && immediateLength < Math.min(params.firstBurstLength, edtl);
-        task.nextR2tOffset = task.bytesReceived;
+        int firstBurst = Math.min(params.firstBurstLength, edtl);
+        task.unsolicitedPending = !finalBit && !params.initialR2T && immediateLength < firstBurst;
+        task.bytesReceived = immediateLength;
+        task.nextR2tOffset = immediateLength;
+        int unsolicitedLength = task.unsolicitedPending ? firstBurst : immediateLength;
+        WriteBufferBudget budget = server.writeBuffers;
+        if (budget.tryReserve(task)) {
+            task.dataOut = newWriteBuffer(edtl);
+        } else if (unsolicitedLength > 0 && !budget.tryHoldUnsolicited(task, unsolicitedLength)) {
+            // the initiator may send this data before any R2T: with no room for it, refuse the command
+            budget.countRefusal();
+            task.refusedForBudget = true;
+            log.debug("{}: write ITT 0x{} of {} bytes refused with TASK SET FULL: write buffer budget exhausted",
+                    remote(), Integer.toHexString(itt), edtl);
+        } else {
+            task.dataOut = unsolicitedLength > 0 ? newWriteBuffer(unsolicitedLength) : null;
+            // a write carried whole by its unsolicited data needs nothing more from the budget
+            task.waitingForBudget = unsolicitedLength < edtl;
+        }
+        if (task.dataOut != null && immediateLength > 0) {
+            task.dataOut.setBytes(0, data, data.readerIndex(), immediateLength);
+        }
+        if (task.waitingForBudget && budget.reserveOrQueue(task)) {
+            startGrantedWrite(task);
+        } else {
+            continueWrite(task);
+        }
+    }
+
+    private ByteBuf newWriteBuffer(int length) {
+        ByteBuf buffer = ctx.alloc().directBuffer(length, length);
+        buffer.writerIndex(length);
+        return buffer;
+    }
+
+    /** Any thread: the budget granted a queued task its buffer; the write continues on the event loop. */
+    void writeBufferGranted(IscsiTask task) {
+        try {
+            eventLoop().execute(() -> startGrantedWrite(task));
+        } catch (RejectedExecutionException e) {
+            server.writeBuffers.release(task);
+        }
+    }
+
+    /** Moves the unsolicited data into the whole buffer and starts the R2Ts. */
+    private void startGrantedWrite(IscsiTask task) {
+        if (task.aborted || task.state != IscsiTask.State.COLLECTING_DATA || !ctx.channel().isActive()) {
+            // aborted while the grant was on its way: its release may have run before the grant
+            server.writeBuffers.release(task);
+            return;
+        }
+        ByteBuf whole = newWriteBuffer(task.expectedTransferLength);
+        ByteBuf unsolicited = task.dataOut;
+        if (unsolicited != null) {
+            whole.setBytes(0, unsolicited, 0, unsolicited.capacity());
+            unsolicited.release();
+            server.writeBuffers.releaseUnsolicited(task);
+        }
+        task.dataOut = whole;
+        task.waitingForBudget = false;
         continueWrite(task);
+        ctx.flush();
     }
 
     /** The CDB: 16 bytes from the BHS, more from an Extended CDB AHS (type 1); null if malformed. */
@@ -531,7 +595,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     private void dataOut(ByteBuf h, ByteBuf data) {
         int ttt = Bhs.ttt(h);
         IscsiTask task = ttt == Bhs.RESERVED_TAG ? tasksByItt.get(Bhs.itt(h)) : tasksByTtt.get(ttt);
-        if (task == null || task.state != IscsiTask.State.COLLECTING_DATA || task.dataOut == null) {
+        if (task == null || task.state != IscsiTask.State.COLLECTING_DATA) {
             // data for a task that was aborted or already failed: nothing to do
             log.debug("{}: Data-Out for unknown task ITT 0x{} TTT 0x{} dropped", remote(),
                     Integer.toHexString(Bhs.itt(h)), Integer.toHexString(ttt));
@@ -541,7 +605,9 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         int length = data.readableBytes();
         boolean unsolicited = ttt == Bhs.RESERVED_TAG;
         if (task.itt != Bhs.itt(h) || offset < 0 || (long) offset + length > task.expectedTransferLength
-                || unsolicited && (!task.unsolicitedPending || (long) offset + length > params.firstBurstLength)) {
+                || unsolicited && (!task.unsolicitedPending || (long) offset + length > params.firstBurstLength)
+                || !unsolicited && task.r2tSn == 0) {
+            // unsolicited beyond the first burst, or solicited data before any R2T asked for it
             sendReject(h, Bhs.REJECT_PROTOCOL_ERROR);
             return;
         }
@@ -551,7 +617,10 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
                     h.getInt(Bhs.OFF_DATA_SN), task.expectedDataSn, Integer.toHexString(task.itt));
             task.dataSequenceError = true;
         }
-        task.dataOut.setBytes(offset, data, data.readerIndex(), length);
+        if (task.dataOut != null) {
+            // a command refused TASK SET FULL has no buffer: its unsolicited data is only counted
+            task.dataOut.setBytes(offset, data, data.readerIndex(), length);
+        }
         task.bytesReceived += length;
         task.expectedDataSn++;
         if (Bhs.finalBit(h)) {
@@ -568,10 +637,10 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
 
     /** Issues R2Ts while the window allows, or dispatches the command once every byte is in. */
     private void continueWrite(IscsiTask task) {
-        if (task.unsolicitedPending) {
+        if (task.unsolicitedPending || task.waitingForBudget) {
             return;
         }
-        if (task.allDataReceived()) {
+        if (task.refusedForBudget || task.allDataReceived()) {
             dispatch(task);
             return;
         }
@@ -602,9 +671,13 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
                 task.writeBit, task.taskAttribute, task.dataOut, ctx.alloc());
         task.state = IscsiTask.State.EXECUTING;
         executing++;
-        if (task.dataSequenceError) {
-            // the data cannot be trusted: never executed, answered ABORTED COMMAND / DATA PHASE ERROR
-            task.command.checkCondition(DATA_PHASE_ERROR_SENSE.clone());
+        if (task.dataSequenceError || task.refusedForBudget) {
+            if (task.dataSequenceError) {
+                // the data cannot be trusted: never executed, answered ABORTED COMMAND / DATA PHASE ERROR
+                task.command.checkCondition(DATA_PHASE_ERROR_SENSE.clone());
+            } else {
+                task.command.completeWithStatus(ScsiCommand.TASK_SET_FULL);
+            }
             task.state = IscsiTask.State.DONE;
             taskExecuted(task);
             return;

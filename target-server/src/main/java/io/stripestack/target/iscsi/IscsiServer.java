@@ -132,6 +132,11 @@ public final class IscsiServer implements AutoCloseable {
         return context.connections.size();
     }
 
+    /** The write buffer budget's current use and counters (see {@link IscsiServerSettings#writeBufferBudget()}). */
+    public WriteBufferStats writeBufferStats() {
+        return context.writeBuffers.stats();
+    }
+
     /**
      * Graceful stop: closes the listeners, lets executing commands answer (up to the drain timeout),
      * closes every connection and stops the event loops. Idempotent.

@@ -13,6 +13,12 @@ import java.util.Objects;
  * setting and the legal range.
  */
 public final class IscsiServerSettings {
+    /** Default {@link #writeBufferBudget()}: 256 MiB. */
+    public static final long DEFAULT_WRITE_BUFFER_BUDGET = 256L << 20;
+    /** Smallest {@link #writeBufferBudget()}: 1 MiB, whose allowance still holds one default first burst. */
+    public static final long MIN_WRITE_BUFFER_BUDGET = 1L << 20;
+    /** Largest {@link #writeBufferBudget()}: 64 GiB. */
+    public static final long MAX_WRITE_BUFFER_BUDGET = 1L << 36;
     private final List<InetSocketAddress> bindAddresses;
     private final List<String> portalAddresses;
     private final int targetPortalGroupTag;
@@ -23,6 +29,7 @@ public final class IscsiServerSettings {
     private final boolean initialR2T;
     private final int maxOutstandingR2T;
     private final int queueDepth;
+    private final long writeBufferBudget;
     private final Duration nopInInterval;
     private final Duration loginTimeout;
     private final Duration drainTimeout;
@@ -40,6 +47,7 @@ public final class IscsiServerSettings {
         this.initialR2T = b.initialR2T;
         this.maxOutstandingR2T = b.maxOutstandingR2T;
         this.queueDepth = b.queueDepth;
+        this.writeBufferBudget = b.writeBufferBudget;
         this.nopInInterval = b.nopInInterval;
         this.loginTimeout = b.loginTimeout;
         this.drainTimeout = b.drainTimeout;
@@ -67,6 +75,12 @@ public final class IscsiServerSettings {
     public int maxOutstandingR2T() { return maxOutstandingR2T; }
     /** Commands a session may have in flight: the CmdSN window (MaxCmdSN - ExpCmdSN + 1). */
     public int queueDepth() { return queueDepth; }
+    /**
+     * Bytes all sessions' write (Data-Out) buffers may hold at once; commands beyond it wait before
+     * their R2Ts. A quarter more is allowed for unsolicited data of waiting commands (see
+     * {@code WriteBufferBudget}).
+     */
+    public long writeBufferBudget() { return writeBufferBudget; }
     /** How long a connection may stay silent before the target pings it; zero disables pings. */
     public Duration nopInInterval() { return nopInInterval; }
     public Duration loginTimeout() { return loginTimeout; }
@@ -87,6 +101,7 @@ public final class IscsiServerSettings {
         private boolean initialR2T = false;
         private int maxOutstandingR2T = 4;
         private int queueDepth = 128;
+        private long writeBufferBudget = DEFAULT_WRITE_BUFFER_BUDGET;
         private Duration nopInInterval = Duration.ofSeconds(30);
         private Duration loginTimeout = Duration.ofSeconds(15);
         private Duration drainTimeout = Duration.ofSeconds(10);
@@ -124,6 +139,11 @@ public final class IscsiServerSettings {
         public Builder maxOutstandingR2T(int count) { this.maxOutstandingR2T = count; return this; }
         /** Commands in flight per session, 1..65536 (default 128). */
         public Builder queueDepth(int commands) { this.queueDepth = commands; return this; }
+        /**
+         * Write buffer budget of the whole server, {@value #MIN_WRITE_BUFFER_BUDGET}..{@value
+         * #MAX_WRITE_BUFFER_BUDGET} bytes (default 256 MiB).
+         */
+        public Builder writeBufferBudget(long bytes) { this.writeBufferBudget = bytes; return this; }
         /** Idle time before a NOP-In ping (default 30 s; zero disables; a second silent interval drops the connection). */
         public Builder nopInInterval(Duration interval) { this.nopInInterval = Objects.requireNonNull(interval); return this; }
         /** Time allowed from TCP connect to full feature phase (default 15 s). */
@@ -145,13 +165,14 @@ public final class IscsiServerSettings {
             requireRange("firstBurstLength", firstBurstLength, 512, maxBurstLength);
             requireRange("maxOutstandingR2T", maxOutstandingR2T, 1, 65535);
             requireRange("queueDepth", queueDepth, 1, 65536);
+            requireRange("writeBufferBudget", writeBufferBudget, MIN_WRITE_BUFFER_BUDGET, MAX_WRITE_BUFFER_BUDGET);
             if (nopInInterval.isNegative() || loginTimeout.isNegative() || loginTimeout.isZero() || drainTimeout.isNegative()) {
                 throw new IllegalArgumentException("iSCSI settings: nopInInterval and drainTimeout must be >= 0 and loginTimeout > 0");
             }
             return new IscsiServerSettings(this);
         }
 
-        private static void requireRange(String name, int value, int min, int max) {
+        private static void requireRange(String name, long value, long min, long max) {
             if (value < min || value > max) {
                 throw new IllegalArgumentException("iSCSI setting " + name + " = " + value
                         + " is out of range: use a value from " + min + " to " + max);

@@ -14,7 +14,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Concurrency: the connection's event loop owns every field except while the task is
  * {@link State#EXECUTING}; then only the worker thread touches {@link #command}. The executor
- * hand-off and the event loop's task queue are the happens-before edges both ways.
+ * hand-off and the event loop's task queue are the happens-before edges both ways. The three
+ * write-buffer budget fields ({@link #budgetHeld}, {@link #unsolicitedHeld}, {@link #queuedForBudget})
+ * are guarded by the server's {@link WriteBufferBudget} monitor instead: a release on another
+ * connection's event loop may grant this task its buffer.
  */
 final class IscsiTask implements Runnable {
     private static final Logger log = LoggerFactory.getLogger(IscsiTask.class);
@@ -36,8 +39,21 @@ final class IscsiTask implements Runnable {
     final boolean immediate;
 
     State state = State.COLLECTING_DATA;
-    /** Every Data-Out byte, at its buffer offset; null for commands without Data-Out. */
+    /**
+     * Every Data-Out byte, at its buffer offset; null for commands without Data-Out. While the
+     * command waits for write buffer budget it holds only the unsolicited part (or nothing).
+     */
     ByteBuf dataOut;
+    /** Waiting for write buffer budget: no R2T goes out until it is granted. */
+    boolean waitingForBudget;
+    /** Neither budget nor allowance had room: answered TASK SET FULL once its unsolicited data is in. */
+    boolean refusedForBudget;
+    /** Holds its whole buffer's bytes of the budget (guarded by the budget's monitor). */
+    boolean budgetHeld;
+    /** Bytes of the unsolicited allowance it holds (guarded by the budget's monitor). */
+    int unsolicitedHeld;
+    /** In the budget's queue (guarded by the budget's monitor). */
+    boolean queuedForBudget;
     int bytesReceived;
     /** True until the initiator ended the unsolicited Data-Out sequence (F bit). */
     boolean unsolicitedPending;
@@ -99,11 +115,14 @@ final class IscsiTask implements Runnable {
         }
     }
 
-    /** Releases Data-Out and any Data-In the SCSI layer produced; idempotent. */
+    /** Releases Data-Out (and its budget) and any Data-In the SCSI layer produced; idempotent. */
     void releaseBuffers() {
         if (dataOut != null) {
             dataOut.release();
             dataOut = null;
+        }
+        if (writeBit && expectedTransferLength > 0) {
+            connection.writeBuffers().release(this);
         }
         if (command != null && command.dataIn() != null) {
             ByteBuf dataIn = command.dataIn();

@@ -10,20 +10,23 @@ import java.util.concurrent.Executor;
 
 /**
  * What every connection of one server shares: settings, targets, the session registry, the I/O
- * executor and the set of live connections (for draining on close).
+ * executor, the write buffer budget and the set of live connections (for draining on close).
  *
- * <p>Concurrency: immutable apart from the registry and the connection set, which are thread-safe.
+ * <p>Concurrency: immutable apart from the registry, the budget and the connection set, which are
+ * thread-safe.
  */
 final class ServerContext {
     final IscsiServerSettings settings;
     final Executor ioExecutor;
     final SessionRegistry sessions = new SessionRegistry();
+    final WriteBufferBudget writeBuffers;
     final Set<IscsiConnection> connections = ConcurrentHashMap.newKeySet();
     private final Map<String, IscsiTargetDefinition> targets = new LinkedHashMap<>();
 
     ServerContext(IscsiServerSettings settings, List<IscsiTargetDefinition> targetList, Executor ioExecutor) {
         this.settings = settings;
         this.ioExecutor = ioExecutor;
+        this.writeBuffers = new WriteBufferBudget(settings.writeBufferBudget());
         for (IscsiTargetDefinition t : targetList) {
             if (targets.putIfAbsent(t.iqn(), t) != null) {
                 throw new IllegalArgumentException("iSCSI target " + t.iqn() + " is defined twice: give each target its own IQN");
