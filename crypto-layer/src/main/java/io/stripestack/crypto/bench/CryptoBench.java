@@ -77,9 +77,9 @@ public final class CryptoBench {
                 byte[] key = spec.contains("xts") ? xtsKey : cbcKey;
                 row("SectorCipher enc " + spec, t, seconds, () -> sectorCipher(spec, key, true));
                 row("SectorCipher dec " + spec, t, seconds, () -> sectorCipher(spec, key, false));
+                row("CryptoBlockDevice write " + spec, t, seconds, () -> device(spec, key, true));
+                row("CryptoBlockDevice read  " + spec, t, seconds, () -> device(spec, key, false));
             }
-            row("CryptoBlockDevice write aes-xts-plain64", t, seconds, () -> device(xtsKey, true));
-            row("CryptoBlockDevice read  aes-xts-plain64", t, seconds, () -> device(xtsKey, false));
         }
     }
 
@@ -171,10 +171,10 @@ public final class CryptoBench {
         };
     }
 
-    private static Work device(byte[] key, boolean write) {
+    private static Work device(String spec, byte[] key, boolean write) {
         int size = 32 * REQUEST;
         CryptoBlockDevice device = new CryptoBlockDevice("bench", new MemoryBlockDevice("mem", size, SECTOR),
-                SectorCipher.create(CryptSpec.parse("aes-xts-plain64"), key, SECTOR, false), 0, 0, false);
+                SectorCipher.create(CryptSpec.parse(spec), key, SECTOR, false), 0, 0, false);
         ByteBuffer buffer = ByteBuffer.allocateDirect(REQUEST);
         long[] offset = {0};
         return () -> {
