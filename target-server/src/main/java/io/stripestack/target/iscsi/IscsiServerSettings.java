@@ -15,8 +15,8 @@ import java.util.Objects;
 public final class IscsiServerSettings {
     /** Default {@link #writeBufferBudget()}: 256 MiB. */
     public static final long DEFAULT_WRITE_BUFFER_BUDGET = 256L << 20;
-    /** Smallest {@link #writeBufferBudget()}: 1 MiB, whose allowance still holds one default first burst. */
-    public static final long MIN_WRITE_BUFFER_BUDGET = 1L << 20;
+    /** Smallest {@link #writeBufferBudget()}: 64 KiB (below 1 MiB the allowance holds less than a default first burst). */
+    public static final long MIN_WRITE_BUFFER_BUDGET = 64L << 10;
     /** Largest {@link #writeBufferBudget()}: 64 GiB. */
     public static final long MAX_WRITE_BUFFER_BUDGET = 1L << 36;
     private final List<InetSocketAddress> bindAddresses;

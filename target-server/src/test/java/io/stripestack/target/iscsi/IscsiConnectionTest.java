@@ -256,15 +256,7 @@ class IscsiConnectionTest {
     }
 
     private static Response taskManagement(IscsiTestInitiator i, int function, int referencedTag, int refCmdSn) {
-        ByteBuf h = IscsiTestInitiator.bhs(Bhs.OP_TASK_MGMT_REQUEST | Bhs.IMMEDIATE_BIT, 0x80 | function, 0);
-        h.setInt(16, i.itt++);
-        h.setInt(20, referencedTag);
-        h.setInt(24, i.cmdSn);
-        h.setInt(32, refCmdSn);
-        i.send(h, null);
-        Response r = i.next();
-        assertEquals(Bhs.OP_TASK_MGMT_RESPONSE, r.opcode());
-        return r;
+        return i.taskManagement(function, referencedTag, refCmdSn);
     }
 
     @Test

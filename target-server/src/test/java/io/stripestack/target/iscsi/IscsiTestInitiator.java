@@ -235,6 +235,19 @@ final class IscsiTestInitiator implements AutoCloseable {
         send(h, data);
     }
 
+    /** Sends an immediate task management request and returns the target's response to it. */
+    Response taskManagement(int function, int referencedTag, int refCmdSn) {
+        ByteBuf h = bhs(Bhs.OP_TASK_MGMT_REQUEST | Bhs.IMMEDIATE_BIT, 0x80 | function, 0);
+        h.setInt(16, itt++);
+        h.setInt(20, referencedTag);
+        h.setInt(24, cmdSn);
+        h.setInt(32, refCmdSn);
+        send(h, null);
+        Response r = next();
+        assertEquals(Bhs.OP_TASK_MGMT_RESPONSE, r.opcode());
+        return r;
+    }
+
     static byte[] read10(long lba, int blocks) {
         byte[] cdb = new byte[16];
         cdb[0] = 0x28;

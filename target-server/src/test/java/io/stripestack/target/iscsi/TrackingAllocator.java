@@ -9,9 +9,14 @@ import io.netty.buffer.UnpooledHeapByteBuf;
 import java.util.ArrayList;
 import java.util.List;
 
-/** Allocator for tests that remembers every buffer it hands out, to prove all were released. */
+/**
+ * Allocator for tests that remembers every buffer it hands out, to prove all were released, and the
+ * most direct-buffer bytes ever live at once (live bytes only grow at an allocation, so measuring
+ * there catches the peak).
+ */
 final class TrackingAllocator extends AbstractByteBufAllocator {
     private final List<ByteBuf> allocated = new ArrayList<>();
+    private long peakLiveDirectBytes;
 
     TrackingAllocator() {
         super(false);
@@ -28,7 +33,18 @@ final class TrackingAllocator extends AbstractByteBufAllocator {
     protected synchronized ByteBuf newDirectBuffer(int initialCapacity, int maxCapacity) {
         ByteBuf b = new UnpooledDirectByteBuf(this, initialCapacity, maxCapacity);
         allocated.add(b);
+        long live = 0;
+        for (ByteBuf a : allocated) {
+            if (a.isDirect() && a.refCnt() != 0) {
+                live += a.capacity();
+            }
+        }
+        peakLiveDirectBytes = Math.max(peakLiveDirectBytes, live);
         return b;
+    }
+
+    synchronized long peakLiveDirectBytes() {
+        return peakLiveDirectBytes;
     }
 
     @Override
