@@ -96,6 +96,16 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void writeBufferBudgetDefaultsTo256MiBAndIsRangeChecked() throws Exception {
+        String target = "targets: [{iqn: \"iqn.2026-11.io.example:t\", luns: [{lun: 0, file: f}]}]\n";
+        assertEquals(256L << 20, parse(target).server().writeBufferBudget());
+        assertEquals(1L << 30, parse("server:\n  write_buffer_budget: 1GiB\n" + target).server().writeBufferBudget());
+        String tooSmall = errorOf("server:\n  queue_depth: 32\n  write_buffer_budget: 4KiB\n" + target);
+        assertTrue(tooSmall.startsWith("test.yaml:3: server.write_buffer_budget: 4KiB is outside the valid range 64KiB..64GiB"),
+                tooSmall);
+    }
+
+    @Test
     void chapSecretFilesMustBePrivate(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
         Path secret = dir.resolve("chap.secret");
         Files.writeString(secret, "a-long-chap-secret\n");

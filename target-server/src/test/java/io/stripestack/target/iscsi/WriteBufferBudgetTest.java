@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.stripestack.target.iscsi.IscsiTestInitiator.Response;
@@ -257,6 +258,15 @@ class WriteBufferBudgetTest {
             assertEquals(ScsiCommand.GOOD, s.statuses.get(later));
             s.assertStored(0, s.payloads.get(later));
         }
+    }
+
+    @Test
+    void budgetOutsideItsRangeIsRefusedNamingTheSetting() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> IscsiServerSettings.builder().writeBufferBudget(4096).build());
+        assertTrue(e.getMessage().contains("writeBufferBudget = 4096 is out of range: use a value from 65536 to 68719476736"),
+                e.getMessage());
+        assertEquals(256L << 20, IscsiServerSettings.builder().build().writeBufferBudget(), "default");
     }
 
     @Test
