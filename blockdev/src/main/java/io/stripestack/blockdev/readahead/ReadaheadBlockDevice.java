@@ -28,14 +28,18 @@ import org.slf4j.LoggerFactory;
  * issues nothing unless it ends beyond the furthest read. Anything else starts a candidate stream, which
  * reads nothing ahead. The second read of a stream opens a window sized from
  * the request (as the kernel's ondemand readahead does); each time the reader enters the most recently
- * prefetched window, the next one is issued, twice as large, up to {@code read_ahead_kb}. Random reads
- * therefore never prefetch, and a read at least as large as {@code read_ahead_kb} prefetches nothing
- * (its own size already gives the device below the large I/O readahead would).
+ * prefetched window, the next one is issued, larger as the kernel grows it, up to {@code read_ahead_kb}.
+ * Once a stream has read two full windows and a window is a single prefetch read, the mark moves one
+ * window back: the next window is issued when the reader enters the one before the most recent, so two
+ * prefetch reads stay queued ahead of it. Random reads therefore never prefetch, and a read at least as
+ * large as {@code read_ahead_kb} prefetches nothing (its own size already gives the device below the
+ * large I/O readahead would).
  *
- * <p>Prefetch I/O: a window is one read below (within the device's maxTransfer) into a run of segments
- * adjacent in memory ({@link ReadaheadBudget#tryAcquireRun}); when the budget has no run that long, the
- * window takes several. A reader faster than the device asks for a window while it is still loading,
- * which issues the next: two windows are in flight, one per prefetch thread.
+ * <p>Prefetch I/O: a window is read below in reads of {@link #PREFETCH_READ_BYTES} or one full stripe,
+ * whichever is larger (within the device's maxTransfer), issued in device order, each into a run of
+ * segments adjacent in memory ({@link ReadaheadBudget#tryAcquireRun}); when the budget has no run that
+ * long, a read covers less. A reader can so start on the first part of a large window while the rest is
+ * read, and two prefetch reads are in flight, one per prefetch thread.
  *
  * <p>Serving: a read whose every segment is READY is copied from the segments (a hit). If all its
  * segments are held but some are still queued, the reader takes one's run off the queue and fetches it
@@ -67,6 +71,12 @@ public final class ReadaheadBlockDevice implements BlockDevice {
     public static final int DEFAULT_PREFETCH_THREADS = 2;
     /** The floor of the default window: the kernel's default read_ahead_kb. */
     public static final int MIN_DEFAULT_READ_AHEAD_BYTES = 128 * 1024;
+    /**
+     * The largest prefetch read, unless one full stripe of the device below is larger: like the kernel's
+     * max_sectors_kb (1280 KiB by default), it lets a reader start on the first part of a large window
+     * while the rest is read. 1 MiB reads were the fastest measured on the file below (docs/readahead.md).
+     */
+    public static final int PREFETCH_READ_BYTES = 1 << 20;
 
     private final BlockDevice below;
     private final ReadaheadBudget budget;
@@ -88,7 +98,7 @@ public final class ReadaheadBlockDevice implements BlockDevice {
     private final Segment[] sweep;
     /** Scratch for the segments of one run being issued; guarded by the lock. */
     private final Segment[] run;
-    /** The most segments one prefetch read may span: the device's maxTransfer, else the whole budget. */
+    /** The most segments one prefetch read spans: {@link #PREFETCH_READ_BYTES} or a stripe, within maxTransfer. */
     private final int maxRunSegments;
     private final Stream[] streams = new Stream[MAX_STREAMS];
     private final ThreadPoolExecutor prefetcher;
@@ -127,8 +137,7 @@ public final class ReadaheadBlockDevice implements BlockDevice {
         this.table = new SegmentTable(budget.segmentCount());
         this.sweep = new Segment[budget.segmentCount()];
         this.run = new Segment[budget.segmentCount()];
-        int maxTransfer = below.geometry().maxTransfer();
-        this.maxRunSegments = maxTransfer == 0 ? budget.segmentCount() : Math.max(1, maxTransfer / segmentBytes);
+        this.maxRunSegments = prefetchReadSegments(below.geometry(), budget);
         for (int i = 0; i < streams.length; i++) {
             streams[i] = new Stream();
         }
@@ -153,6 +162,20 @@ public final class ReadaheadBlockDevice implements BlockDevice {
         long segment = budget.segmentBytes();
         long rounded = (wanted + segment - 1) / segment * segment;
         return Math.min(rounded, budget.totalBytes());
+    }
+
+    /**
+     * Segments per prefetch read: {@link #PREFETCH_READ_BYTES} or one full stripe ({@code optimalIo}),
+     * whichever is larger, at most {@code maxTransfer} and the budget, at least one segment.
+     */
+    static int prefetchReadSegments(Geometry geometry, ReadaheadBudget budget) {
+        long segment = budget.segmentBytes();
+        long bytes = Math.max(PREFETCH_READ_BYTES, geometry.optimalIo());
+        if (geometry.maxTransfer() != 0) {
+            bytes = Math.min(bytes, geometry.maxTransfer());
+        }
+        long segments = Math.max(1, bytes / segment);
+        return (int) Math.min(segments, budget.segmentCount());
     }
 
     /** The current window limit in KiB; 0 when readahead is off. */
@@ -412,7 +435,7 @@ public final class ReadaheadBlockDevice implements BlockDevice {
         if (stream == null) {
             stream = victimStream();
             retire(stream);
-            stream.start(end, ++tick);
+            stream.start(offset, end, ++tick);
             return;
         }
         stream.lastUse = ++tick;
@@ -422,16 +445,24 @@ public final class ReadaheadBlockDevice implements BlockDevice {
         if (length >= limit || end <= furthest || (!rampStart && end <= stream.triggerAt)) {
             return;
         }
-        long window = rampStart ? initialWindow(length, limit) : Math.min(2 * stream.window, limit);
+        long window = rampStart ? initialWindow(length, limit) : nextWindow(stream.window, limit);
         long from = Math.max(stream.prefetchEnd, end / segmentBytes * segmentBytes);
         long to = Math.min(from + window, size);
         if (from >= to) {
             return;
         }
-        long issuedTo = issue(from, to, runSegments(window));
+        long issuedTo = issue(from, to);
         if (issuedTo > from) {
+            // The kernel's mark: entering this window issues the next. Once a stream has read two full
+            // windows, a window that is one prefetch read moves the mark back to the previous window, so
+            // two reads stay queued ahead of the reader: unlike the kernel's, our reader waits for a thread
+            // hand-off at every read it catches up with. (Not before: an initiator's reordered reads start
+            // short-lived extra streams, which must not each run that far ahead.)
+            boolean oneRead = window <= (long) maxRunSegments * segmentBytes;
+            boolean established = end - stream.startedAt >= 2 * limit;
+            stream.triggerAt = oneRead && established && !rampStart ? stream.windowStart : from;
+            stream.windowStart = from;
             stream.window = window;
-            stream.triggerAt = from;
             stream.prefetchEnd = issuedTo;
         }
     }
@@ -453,20 +484,19 @@ public final class ReadaheadBlockDevice implements BlockDevice {
         return Math.min(limit, segments * segmentBytes);
     }
 
-    /**
-     * How many segments one prefetch read of a window spans: the whole window, within maxTransfer. A
-     * stream issues its next window while the reader is still waiting for or reading the last one, so
-     * two windows are in flight on two prefetch threads; splitting a window would only make reads smaller.
-     */
-    private int runSegments(long window) {
-        return (int) Math.max(1, Math.min(window / segmentBytes, maxRunSegments));
+    /** The kernel's next window: four times the last while under 1/16 of the limit, else twice, up to the limit. */
+    private static long nextWindow(long window, long limit) {
+        if (window < limit / 16) {
+            return 4 * window;
+        }
+        return window <= limit / 2 ? 2 * window : limit;
     }
 
     /**
      * Queues prefetches of the segments of {@code [from, to)} not yet held, adjacent ones in runs of up to
-     * {@code runLimit} segments read with one read below; returns where it stopped.
+     * {@link #maxRunSegments} read with one read below, in device order; returns where it stopped.
      */
-    private long issue(long from, long to, int runLimit) {
+    private long issue(long from, long to) {
         long i = from / segmentBytes;
         while (i * segmentBytes < to) {
             if (table.get(i) != null) {
@@ -474,7 +504,7 @@ public final class ReadaheadBlockDevice implements BlockDevice {
                 continue;
             }
             int wanted = 1;
-            while (wanted < runLimit && (i + wanted) * segmentBytes < to && table.get(i + wanted) == null) {
+            while (wanted < maxRunSegments && (i + wanted) * segmentBytes < to && table.get(i + wanted) == null) {
                 wanted++;
             }
             int got = budget.tryAcquireRun(wanted, run);
@@ -701,21 +731,27 @@ public final class ReadaheadBlockDevice implements BlockDevice {
         static final int REORDER_REQUESTS = 4;
         boolean active;
         long lastUse;
+        /** Where the stream's first read started. */
+        long startedAt;
         /** End of the furthest read of the stream. */
         long next;
         /** Size of the most recent window; 0 while the stream is only a candidate. */
         long window;
-        /** Start of the most recent window: a read ending beyond it issues the next window. */
+        /** A read ending beyond it issues the next window: the start of the most recent one, or of the one before. */
         long triggerAt;
+        /** Start of the most recent window. */
+        long windowStart;
         /** End of the prefetched range. */
         long prefetchEnd;
 
-        void start(long end, long now) {
+        void start(long offset, long end, long now) {
             active = true;
             lastUse = now;
+            startedAt = offset;
             next = end;
             window = 0;
             triggerAt = 0;
+            windowStart = 0;
             prefetchEnd = 0;
         }
 

@@ -106,6 +106,54 @@ class ReadaheadBlockDeviceTest {
     }
 
     @Test
+    void largeWindowsAreFetchedInReadsOfOneMibOrOneStripeSoTheReaderStartsEarly() throws Exception {
+        int size = 16 << 20;
+        InstrumentedBlockDevice below = new InstrumentedBlockDevice(patterned("large", size));
+        ReadaheadBudget budget = new ReadaheadBudget(16 << 20, SEGMENT);
+        try (ReadaheadBlockDevice device = new ReadaheadBlockDevice(below, budget)) {
+            device.setReadAheadKb(4096);
+            for (long at = 0; at < size; at += 128 * KIB) {
+                assertPattern(read(device, at, 128 * KIB), at);
+            }
+            long largest = below.reads.stream().filter(ReadaheadBlockDeviceTest::isPrefetch).mapToLong(read -> read[1])
+                    .max().orElse(0);
+            assertEquals(ReadaheadBlockDevice.PREFETCH_READ_BYTES, largest, "4 MiB windows are read 1 MiB at a time");
+            long inFullReads = below.reads.stream().filter(read -> isPrefetch(read) && read[1] == largest)
+                    .mapToLong(read -> read[1]).sum();
+            assertTrue(inFullReads >= size / 2, inFullReads + " of " + prefetchedBytes(below) + " bytes in 1 MiB reads");
+            long hits = device.stats().layerCounter("readahead_hits");
+            assertTrue(hits >= size / (128 * KIB) - 4, "hits " + hits + ": " + device.stats());
+        }
+        assertEquals(1 << 20, ReadaheadBlockDevice.prefetchReadSegments(Geometry.simple(512), budget) * SEGMENT);
+        assertEquals(1536 * KIB, ReadaheadBlockDevice.prefetchReadSegments(
+                new Geometry(512 * KIB, 1536 * KIB, 0, 0), budget) * SEGMENT, "a full stripe when larger");
+        assertEquals(512 * KIB, ReadaheadBlockDevice.prefetchReadSegments(
+                new Geometry(4096, 4096, 0, 512 * KIB), budget) * SEGMENT, "within maxTransfer");
+        assertEquals(4, ReadaheadBlockDevice.prefetchReadSegments(Geometry.simple(512), new ReadaheadBudget(4 * SEGMENT, SEGMENT)),
+                "within the budget");
+    }
+
+    @Test
+    void anEstablishedStreamIssuesWindowsOfOnePrefetchReadOneWindowEarly() throws Exception {
+        InstrumentedBlockDevice below = new InstrumentedBlockDevice(patterned("early", 8 << 20));
+        ReadaheadBudget budget = new ReadaheadBudget(8 << 20, SEGMENT);
+        try (ReadaheadBlockDevice device = new ReadaheadBlockDevice(below, budget)) {
+            device.setReadAheadKb(256);
+            // Windows: [0, 64K), [64K, 192K), then 256 KiB each from 192K, each issued when the reader
+            // enters the one before, the kernel's mark. Past 512K (two windows of reading) the stream is
+            // established, and a 256 KiB window is one prefetch read: the read entering [704K, 960K) issues
+            // [960K, 1216K) with its mark at 704K, so the next read issues [1216K, 1472K) too.
+            for (long at = 0; at < 720 * KIB; at += 4 * KIB) {
+                assertPattern(read(device, at, 4 * KIB), at);
+            }
+            await("the windows to be prefetched", () -> device.stats().layerCounter("prefetch_bytes") >= 1472 * KIB);
+            long issuedTo = below.reads.stream().filter(ReadaheadBlockDeviceTest::isPrefetch)
+                    .mapToLong(read -> read[0] + read[1]).max().orElse(0);
+            assertEquals(1472 * KIB, issuedTo, "two windows ahead of the one being read, no more");
+        }
+    }
+
+    @Test
     void slightlyReorderedReadsOfOneInitiatorKeepTheirStream() throws Exception {
         int size = 4 << 20;
         InstrumentedBlockDevice below = new InstrumentedBlockDevice(patterned("reordered", size));
