@@ -11,7 +11,10 @@
  *
  * <h2>Data path</h2>
  * Data-Out (immediate, unsolicited, R2T-solicited) is copied once from the receive buffer into one
- * pooled direct buffer of the Expected Data Transfer Length, the SCSI layer writes from it. Data-In is
+ * pooled direct buffer of the Expected Data Transfer Length, the SCSI layer writes from it. Those
+ * buffers come from the server-wide {@code WriteBufferBudget}: a write that does not fit waits
+ * without R2Ts (its unsolicited data, at most FirstBurstLength, kept in a small buffer and copied
+ * over once granted) or, when even that has no room, is answered TASK SET FULL. Data-In is
  * the SCSI layer's pooled buffer, sent as slices cut at the initiator's MaxRecvDataSegmentLength
  * (F bit at every MaxBurstLength), status collapsed into the last Data-In when GOOD without sense.
  * Per PDU everything is pooled: header buffers, slice views (pooled for pooled buffers) and the

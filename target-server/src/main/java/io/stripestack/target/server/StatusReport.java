@@ -3,16 +3,19 @@ package io.stripestack.target.server;
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.IoStats;
 import io.stripestack.raid5.Raid5Array;
+import io.stripestack.target.iscsi.WriteBufferStats;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.Supplier;
 
 /**
  * The text of {@code stripestack status}: the arrays like /proc/mdstat, then one iostat-like line per
  * layer of every LUN, with rates since the previous report, and the layer
  * counters that explain RAID-5 and crypto behaviour (full-stripe writes, read-modify-writes, member
- * pre-reads, readahead hits...). Also the Prometheus text exposition of the same counters.
+ * pre-reads, readahead hits...), and the iSCSI write buffer budget's use. Also the Prometheus text
+ * exposition of the same counters.
  *
  * <p>Concurrency: {@link #render} and {@link #prometheus} may run on several admin threads at once; the
  * previous-sample table is guarded by this object's monitor.
@@ -20,12 +23,20 @@ import java.util.Map;
 final class StatusReport {
     private final Map<String, Raid5Array> arrays;
     private final List<LunStack> luns;
+    /** The iSCSI server's write buffer budget; null when the report has no iSCSI server to show. */
+    private final Supplier<WriteBufferStats> writeBuffers;
     private final Map<String, long[]> previous = new HashMap<>();
     private long previousNanos = System.nanoTime();
 
+    /** A report without iSCSI statistics. */
     StatusReport(Map<String, Raid5Array> arrays, List<LunStack> luns) {
+        this(arrays, luns, null);
+    }
+
+    StatusReport(Map<String, Raid5Array> arrays, List<LunStack> luns, Supplier<WriteBufferStats> writeBuffers) {
         this.arrays = arrays;
         this.luns = luns;
+        this.writeBuffers = writeBuffers;
     }
 
     synchronized String render() {
@@ -50,6 +61,13 @@ final class StatusReport {
             }
         }
         out.append('\n');
+        if (writeBuffers != null) {
+            WriteBufferStats w = writeBuffers.get();
+            out.append(String.format(Locale.ROOT,
+                    "iSCSI write buffers: %.1f of %.1f MiB in use (peak %.1f), %d writes waiting; since start %d waited, %d refused TASK SET FULL%n",
+                    w.bytesInUse() / 1048576.0, w.budgetBytes() / 1048576.0, w.peakBytesInUse() / 1048576.0,
+                    w.commandsWaiting(), w.commandsWaited(), w.commandsRefused()));
+        }
         for (LunStack lun : luns) {
             for (BlockDevice layer : lun.layers()) {
                 Map<String, Long> snap = layer.stats().snapshot();
@@ -110,6 +128,18 @@ final class StatusReport {
         for (Map.Entry<String, Raid5Array> e : arrays.entrySet()) {
             out.append("stripestack_array_degraded{array=\"").append(e.getKey()).append("\"} ")
                     .append(e.getValue().status().health().ordinal()).append('\n');
+        }
+        if (writeBuffers != null) {
+            WriteBufferStats w = writeBuffers.get();
+            out.append("# TYPE stripestack_write_buffer_bytes gauge\n");
+            out.append("stripestack_write_buffer_bytes{kind=\"budget\"} ").append(w.budgetBytes()).append('\n');
+            out.append("stripestack_write_buffer_bytes{kind=\"in_use\"} ").append(w.bytesInUse()).append('\n');
+            out.append("stripestack_write_buffer_bytes{kind=\"peak\"} ").append(w.peakBytesInUse()).append('\n');
+            out.append("# TYPE stripestack_write_buffer_commands_waiting gauge\n");
+            out.append("stripestack_write_buffer_commands_waiting ").append(w.commandsWaiting()).append('\n');
+            out.append("# TYPE stripestack_write_buffer_commands_total counter\n");
+            out.append("stripestack_write_buffer_commands_total{outcome=\"waited\"} ").append(w.commandsWaited()).append('\n');
+            out.append("stripestack_write_buffer_commands_total{outcome=\"refused\"} ").append(w.commandsRefused()).append('\n');
         }
         return out.toString();
     }
