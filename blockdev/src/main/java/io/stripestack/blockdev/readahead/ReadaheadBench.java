@@ -5,6 +5,10 @@ import io.stripestack.blockdev.FileBlockDevice;
 import io.stripestack.blockdev.Geometry;
 import io.stripestack.blockdev.IoStats;
 import java.io.IOException;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.net.URL;
+import java.net.URLClassLoader;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -18,25 +22,34 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * A quick comparison over a temporary file: sequential 128 KiB reads at queue depth 1 with readahead off,
- * 1 MiB and 4 MiB against 4 MiB reads, and random 4 KiB reads with readahead off and on. It shows the
- * stage's effect on request sizes below and its overhead; it is no disk benchmark (see docs/readahead.md).
+ * 1 MiB, 3 MiB (the default for a 4-disk md RAID-5 with 512 KiB chunks: two stripes) and 4 MiB against
+ * 4 MiB reads, and random 4 KiB reads with readahead off and on. It shows the stage's effect on request
+ * sizes below and its overhead; it is no disk benchmark (see docs/readahead.md).
  *
  * <p>Built for a shared, loaded machine, where throughput drifts by a factor of two within seconds: the
  * variants being compared run interleaved, in small paired pieces, so that each ratio compares pieces run
  * moments apart. Sequential: the file is cut into regions; every variant reads each region (a fresh
- * stream, so ramp-up counts), in an order rotated from region to region. Random: batches of reads with
+ * stream, so ramp-up and the window fetched past the region's end count), in an order rotated from
+ * region to region. Regions are 32 MiB unless {@code --region-mib} says otherwise; longer ones weigh the
+ * start and end of each stream less, as a long sequential read would. Random: batches of reads with
  * readahead on and off alternate. Each variant keeps its own stage over its own open file for the whole
  * run. The summary gives the median of the per-region (per-batch-pair) ratios and each variant's total.
  *
  * <p>Usage: {@code ReadaheadBench [file-MiB (default 256)] [directory (default java.io.tmpdir)] [--direct]
- * [--rounds=N (default 3)] [--probe]}. {@code --direct} opens the file with O_DIRECT, so reads below
- * bypass the page cache; {@code --probe} first measures the file itself at several read sizes and queue
- * depths 1 and 2, which shows what the device below gives the prefetch reads.
+ * [--rounds=N (default 3)] [--region-mib=N (default 32)] [--baseline=CLASSES] [--probe]}. {@code --direct}
+ * opens the file with O_DIRECT, so reads below bypass the page cache; {@code --probe} first measures the
+ * file itself at several read sizes and queue depths 1 and 2, which shows what the device below gives the
+ * prefetch reads. {@code --baseline} names the classes directory of another build of this package (say,
+ * an earlier commit's); its stage then reads every region too, interleaved with this build's, so a change
+ * is judged by ratios taken moments apart rather than by runs minutes apart on a machine that drifts.
  */
 public final class ReadaheadBench {
+    private static final String PACKAGE = "io.stripestack.blockdev.readahead.";
     private static final int KIB = 1024;
     private static final int MIB = 1024 * KIB;
-    private static final long REGION_BYTES = 32L * MIB;
+    private static final long DEFAULT_REGION_BYTES = 32L * MIB;
+    /** Readahead sizes of the sequential variants: 3 MiB is the default over a 4-disk md RAID-5 with 512 KiB chunks. */
+    private static final long[] SEQUENTIAL_READ_AHEAD_KB = {1024, 3072, 4096};
     private static final int RANDOM_BATCHES = 40;
     private static final int RANDOM_BATCH_READS = 250;
 
@@ -44,8 +57,27 @@ public final class ReadaheadBench {
     private final FileBlockDevice shared;
     private final ReadaheadBudget budget = new ReadaheadBudget(64L * MIB);
 
-    private ReadaheadBench(Path file, boolean direct) throws IOException {
+    private final Path baselineClasses;
+    private final BaselineLoader baselineLoader;
+    /** The baseline build's ReadaheadBudget, shared by its stages as {@link #budget} is by ours. */
+    private final Object baselineBudget;
+
+    private ReadaheadBench(Path file, boolean direct, Path baselineClasses) throws IOException {
         this.shared = FileBlockDevice.open(file, 4096, direct, true);
+        this.baselineClasses = baselineClasses;
+        if (baselineClasses == null) {
+            this.baselineLoader = null;
+            this.baselineBudget = null;
+            return;
+        }
+        this.baselineLoader = new BaselineLoader(baselineClasses);
+        try {
+            this.baselineBudget = baselineLoader.loadClass(PACKAGE + "ReadaheadBudget").getConstructor(long.class)
+                    .newInstance(64L * MIB);
+        } catch (ReflectiveOperationException e) {
+            throw new IOException("--baseline " + baselineClasses + " holds no usable " + PACKAGE
+                    + "ReadaheadBudget(long); point it at a blockdev build's classes directory", e);
+        }
     }
 
     /** One variant's view of the shared file: counts that variant's reads below and leaves the file open on close. */
@@ -105,26 +137,130 @@ public final class ReadaheadBench {
         }
     }
 
+    /** A readahead stage under test: this build's, or the {@code --baseline} build's. */
+    private interface Stage {
+        BlockDevice device();
+
+        /** {@code setReadAheadKb}: restarts the streams and drops what is prefetched. */
+        void setReadAheadKb(long kb);
+
+        /** Bytes of the stage's budget still held, prefetches in flight included. */
+        long budgetInUse();
+    }
+
+    private Stage currentStage(BlockDevice member) {
+        ReadaheadBlockDevice device = new ReadaheadBlockDevice(member, budget);
+        return new Stage() {
+            @Override
+            public BlockDevice device() {
+                return device;
+            }
+
+            @Override
+            public void setReadAheadKb(long kb) {
+                device.setReadAheadKb(kb);
+            }
+
+            @Override
+            public long budgetInUse() {
+                return budget.inUseBytes();
+            }
+        };
+    }
+
+    /**
+     * Loads this package from another build's classes ahead of the current build's (the rest of blockdev
+     * comes from the current build), so both stages run side by side in one process.
+     */
+    private static final class BaselineLoader extends URLClassLoader {
+        BaselineLoader(Path classes) throws IOException {
+            super(new URL[] {classes.toUri().toURL()}, ReadaheadBench.class.getClassLoader());
+        }
+
+        @Override
+        protected Class<?> loadClass(String name, boolean resolve) throws ClassNotFoundException {
+            if (!name.startsWith(PACKAGE)) {
+                return super.loadClass(name, resolve);
+            }
+            synchronized (getClassLoadingLock(name)) {
+                Class<?> loaded = findLoadedClass(name);
+                if (loaded == null) {
+                    loaded = findClass(name);
+                }
+                if (resolve) {
+                    resolveClass(loaded);
+                }
+                return loaded;
+            }
+        }
+    }
+
+    /** The baseline build's stage over {@code member}, on that build's own budget, driven reflectively outside the timed loops. */
+    private Stage baselineStage(BlockDevice member) throws IOException {
+        try {
+            Class<?> deviceClass = baselineLoader.loadClass(PACKAGE + "ReadaheadBlockDevice");
+            BlockDevice device = (BlockDevice) deviceClass.getConstructor(BlockDevice.class, baselineBudget.getClass())
+                    .newInstance(member, baselineBudget);
+            Method setReadAheadKb = deviceClass.getMethod("setReadAheadKb", long.class);
+            Method inUseBytes = baselineBudget.getClass().getMethod("inUseBytes");
+            return new Stage() {
+                @Override
+                public BlockDevice device() {
+                    return device;
+                }
+
+                @Override
+                public void setReadAheadKb(long kb) {
+                    invoke(setReadAheadKb, device, kb);
+                }
+
+                @Override
+                public long budgetInUse() {
+                    return (long) invoke(inUseBytes, baselineBudget);
+                }
+            };
+        } catch (ReflectiveOperationException e) {
+            throw new IOException("--baseline " + baselineClasses + " holds no usable " + PACKAGE
+                    + "ReadaheadBlockDevice(BlockDevice, ReadaheadBudget); point it at a blockdev build's classes directory", e);
+        }
+    }
+
+    private static Object invoke(Method method, Object target, Object... args) {
+        try {
+            return method.invoke(target, args);
+        } catch (InvocationTargetException e) {
+            throw new IllegalStateException("baseline " + method.getName() + " failed", e.getCause());
+        } catch (IllegalAccessException e) {
+            throw new IllegalStateException("baseline " + method.getName() + " is not accessible", e);
+        }
+    }
+
     /** A request size at one read_ahead_kb, with its own stage and file, and the time it has spent. */
     private final class Variant implements AutoCloseable {
         final String label;
         final int requestBytes;
         final long readAheadKb;
         final CountingView member;
-        final ReadaheadBlockDevice device;
+        final Stage stage;
+        final BlockDevice device;
         final ByteBuffer buffer;
         long nanos;
         long bytes;
         long requests;
 
         Variant(String label, int requestBytes, long readAheadKb) throws IOException {
-            this.label = label;
+            this(label, requestBytes, readAheadKb, false);
+        }
+
+        Variant(String label, int requestBytes, long readAheadKb, boolean baseline) throws IOException {
+            this.label = baseline ? label + " (baseline)" : label;
             this.requestBytes = requestBytes;
             this.readAheadKb = readAheadKb;
-            this.member = new CountingView(shared, label);
-            this.device = new ReadaheadBlockDevice(member, budget);
+            this.member = new CountingView(shared, this.label);
+            this.stage = baseline ? baselineStage(member) : currentStage(member);
+            this.device = stage.device();
             this.buffer = alignedBuffer(requestBytes);
-            device.setReadAheadKb(readAheadKb);
+            stage.setReadAheadKb(readAheadKb);
         }
 
         /** Reads {@code [from, to)} sequentially as a fresh stream; returns MiB/s. */
@@ -136,8 +272,8 @@ public final class ReadaheadBench {
             long took = System.nanoTime() - started;
             // Restart the streams and return what the region left prefetched, so each region starts cold,
             // and let prefetches still in flight finish: their reads must not slow the next variant down.
-            device.setReadAheadKb(readAheadKb);
-            while (budget.inUseBytes() > 0) {
+            stage.setReadAheadKb(readAheadKb);
+            while (stage.budgetInUse() > 0) {
                 LockSupport.parkNanos(100_000);
             }
             return account(to - from, (to - from) / requestBytes, took);
@@ -164,7 +300,7 @@ public final class ReadaheadBench {
             long readsBelow = member.stats().readOps();
             double avgBelowKib = readsBelow == 0 ? 0 : member.stats().readBytes() / (double) readsBelow / KIB;
             double hitPercent = 100.0 * device.stats().layerCounter("readahead_hits") / requests;
-            System.out.printf("%-36s %10.1f %12d %14.1f %8.1f%n", label, bytes / (double) MIB / (nanos / 1e9),
+            System.out.printf("%-48s %10.1f %12d %14.1f %8.1f%n", label, bytes / (double) MIB / (nanos / 1e9),
                     readsBelow, avgBelowKib, hitPercent);
         }
 
@@ -179,6 +315,8 @@ public final class ReadaheadBench {
         boolean direct = false;
         boolean probe = false;
         int rounds = 3;
+        long regionBytes = DEFAULT_REGION_BYTES;
+        Path baseline = null;
         for (String arg : args) {
             if (arg.equals("--direct")) {
                 direct = true;
@@ -186,17 +324,21 @@ public final class ReadaheadBench {
                 probe = true;
             } else if (arg.startsWith("--rounds=")) {
                 rounds = Integer.parseInt(arg.substring("--rounds=".length()));
+            } else if (arg.startsWith("--baseline=")) {
+                baseline = Paths.get(arg.substring("--baseline=".length()));
+            } else if (arg.startsWith("--region-mib=")) {
+                regionBytes = Long.parseLong(arg.substring("--region-mib=".length())) * MIB;
             } else if (arg.startsWith("--")) {
                 throw new IllegalArgumentException("unknown option " + arg
-                        + "; usage: ReadaheadBench [file-MiB] [directory] [--direct] [--rounds=N] [--probe]");
+                        + "; usage: ReadaheadBench [file-MiB] [directory] [--direct] [--rounds=N] [--region-mib=N] [--baseline=CLASSES] [--probe]");
             } else {
                 positional.add(arg);
             }
         }
         long fileBytes = (positional.size() > 0 ? Long.parseLong(positional.get(0)) : 256) * MIB;
-        if (fileBytes % REGION_BYTES != 0) {
+        if (regionBytes <= 0 || regionBytes % (4 * MIB) != 0 || fileBytes % regionBytes != 0) {
             throw new IllegalArgumentException("file of " + fileBytes / MIB + " MiB: must be a multiple of the "
-                    + REGION_BYTES / MIB + " MiB region");
+                    + regionBytes / MIB + " MiB region, itself a positive multiple of 4 MiB");
         }
         Path dir = Paths.get(positional.size() > 1 ? positional.get(1) : System.getProperty("java.io.tmpdir"));
         Path file = Files.createTempFile(dir, "readahead-bench", ".img");
@@ -204,11 +346,11 @@ public final class ReadaheadBench {
             fill(file, fileBytes);
             System.out.printf("file %s, %d MiB, %s, %d rounds%n", file, fileBytes / MIB, direct ? "O_DIRECT" : "page cache",
                     rounds);
-            ReadaheadBench bench = new ReadaheadBench(file, direct);
+            ReadaheadBench bench = new ReadaheadBench(file, direct, baseline);
             if (probe) {
                 bench.probe();
             }
-            bench.sequential(rounds);
+            bench.sequential(rounds, regionBytes);
             bench.random(rounds);
             bench.shared.close();
         } finally {
@@ -272,36 +414,59 @@ public final class ReadaheadBench {
         return requests * (double) size / MIB / ((System.nanoTime() - started) / 1e9);
     }
 
-    private void sequential(int rounds) throws IOException {
-        try (Variant off = new Variant("sequential 128 KiB, readahead off", 128 * KIB, 0);
-             Variant oneMib = new Variant("sequential 128 KiB, readahead 1 MiB", 128 * KIB, 1024);
-             Variant fourMib = new Variant("sequential 128 KiB, readahead 4 MiB", 128 * KIB, 4096);
-             Variant large = new Variant("sequential 4 MiB, readahead off", 4 * MIB, 0)) {
-            Variant[] variants = {off, oneMib, fourMib, large};
-            long regions = off.device.size() / REGION_BYTES;
+    private void sequential(int rounds, long regionBytes) throws IOException {
+        List<Variant> variants = new ArrayList<>();
+        try {
+            variants.add(new Variant("sequential 128 KiB, readahead off", 128 * KIB, 0));
+            for (long kb : SEQUENTIAL_READ_AHEAD_KB) {
+                variants.add(new Variant("sequential 128 KiB, readahead " + kb / 1024 + " MiB", 128 * KIB, kb));
+            }
+            if (baselineLoader != null) {
+                for (long kb : SEQUENTIAL_READ_AHEAD_KB) {
+                    variants.add(new Variant("sequential 128 KiB, readahead " + kb / 1024 + " MiB", 128 * KIB, kb, true));
+                }
+            }
+            variants.add(new Variant("sequential 4 MiB, readahead off", 4 * MIB, 0));
+            int reference = variants.size() - 1;
+            long regions = shared.size() / regionBytes;
             int samples = (int) (rounds * regions);
-            double[][] ratios = new double[variants.length - 1][samples];
-            double[] mibPerSecond = new double[variants.length];
+            double[][] ratios = new double[reference][samples];
+            double[] mibPerSecond = new double[variants.size()];
             int sample = 0;
             for (int round = 0; round < rounds; round++) {
                 for (long region = 0; region < regions; region++, sample++) {
-                    for (int k = 0; k < variants.length; k++) {
-                        int v = (int) ((k + region + round) % variants.length);
-                        mibPerSecond[v] = variants[v].readRegion(region * REGION_BYTES, (region + 1) * REGION_BYTES);
+                    for (int k = 0; k < variants.size(); k++) {
+                        int v = (int) ((k + region + round) % variants.size());
+                        mibPerSecond[v] = variants.get(v).readRegion(region * regionBytes, (region + 1) * regionBytes);
                     }
-                    for (int v = 0; v < variants.length - 1; v++) {
-                        ratios[v][sample] = mibPerSecond[v] / mibPerSecond[variants.length - 1];
+                    for (int v = 0; v < reference; v++) {
+                        ratios[v][sample] = mibPerSecond[v] / mibPerSecond[reference];
                     }
                 }
             }
             System.out.printf("%nsequential, queue depth 1: each variant reads every %d MiB region, in rotated order%n",
-                    REGION_BYTES / MIB);
+                    regionBytes / MIB);
             printHeader();
             for (Variant variant : variants) {
                 variant.printTotal();
             }
-            for (int v = 0; v < variants.length - 1; v++) {
-                printRatio(variants[v].label + " / 4 MiB reads", ratios[v]);
+            for (int v = 0; v < reference; v++) {
+                printRatio(variants.get(v).label + " / 4 MiB reads", ratios[v]);
+            }
+            if (baselineLoader != null) {
+                for (int k = 0; k < SEQUENTIAL_READ_AHEAD_KB.length; k++) {
+                    int current = 1 + k;
+                    int baseline = 1 + SEQUENTIAL_READ_AHEAD_KB.length + k;
+                    double[] paired = new double[samples];
+                    for (int i = 0; i < samples; i++) {
+                        paired[i] = ratios[current][i] / ratios[baseline][i];
+                    }
+                    printRatio(variants.get(current).label + ": this build / baseline", paired);
+                }
+            }
+        } finally {
+            for (Variant variant : variants) {
+                variant.close();
             }
         }
     }
@@ -328,7 +493,7 @@ public final class ReadaheadBench {
     }
 
     private static void printHeader() {
-        System.out.printf("%-36s %10s %12s %14s %8s%n", "workload", "MiB/s", "reads below", "avg below KiB", "hit %");
+        System.out.printf("%-48s %10s %12s %14s %8s%n", "workload", "MiB/s", "reads below", "avg below KiB", "hit %");
     }
 
     private static void printRatio(String label, double[] ratios) {
@@ -336,7 +501,7 @@ public final class ReadaheadBench {
         Arrays.sort(sorted);
         int n = sorted.length;
         double median = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-        System.out.printf("%-56s median %5.2fx of %d pairs (quartiles %.2f, %.2f)%n", label, median, n,
+        System.out.printf("%-68s median %5.2fx of %d pairs (quartiles %.2f, %.2f)%n", label, median, n,
                 sorted[n / 4], sorted[(3 * n) / 4]);
     }
 }
