@@ -285,18 +285,28 @@ final class AlignmentStudy implements Study {
                 encryptedAligned[1].megabytesPerSecond().median());
         // When both are CPU-bound on the same cores, encrypted writes cost the cipher's CPU plus the RAID layer's,
         // so they cannot beat cipher / (cipher + plain) CPU ms per GiB of the cipher's rate.
+        // CPU time per GiB is steadier than MB/s when other processes take a core for a while; on a machine left
+        // to this process, CPU-bound rates are in inverse proportion to it.
         double cipherCpu = cipherRate[0].cpuMillisPerGib().median();
-        double shared = Stat.ratio(cipherCpu, cipherCpu + results[aligned][0][1].cpuMillisPerGib().median());
+        double encryptedCpu = encryptedAligned[1].cpuMillisPerGib().median();
+        double plainCpu = results[aligned][0][1].cpuMillisPerGib().median();
         return String.format(Locale.ROOT, "issue 4 goals, encrypted stack: stripe-aligned writes %.0f MB/s = %.2fx"
-                        + " min(plain %.0f, cipher %.0f) (goal >= %.1f: %s; CPU ms/GiB cipher %.0f, plain write %.0f:"
-                        + " sharing the cores caps it near %s of the cipher rate); %s payload vs stripe-aligned:"
+                        + " min(plain %.0f, cipher %.0f) (goal >= %.1f: %s; by CPU ms/GiB, steadier on a shared machine:"
+                        + " cipher %.0f / encrypted write %.0f = %s, and cipher / (cipher + plain write %.0f) = %s is the"
+                        + " most two CPU-bound layers sharing the cores can reach); %s payload vs stripe-aligned:"
                         + " reads %.2fx, writes %.2fx (goal >= %.1f: %s)",
                 encryptedAligned[1].megabytesPerSecond().median(), writeVsBase,
                 results[aligned][0][1].megabytesPerSecond().median(), cipherRate[0].megabytesPerSecond().median(),
-                ENCRYPTED_GOAL, writeVsBase >= ENCRYPTED_GOAL ? "met" : "NOT met", cipherCpu,
-                results[aligned][0][1].cpuMillisPerGib().median(),
-                Double.isNaN(shared) ? "n/a" : String.format(Locale.ROOT, "%.2fx", shared), offsetNames[misaligned], readRatio,
+                ENCRYPTED_GOAL, writeVsBase >= ENCRYPTED_GOAL ? "met" : "NOT met", cipherCpu, encryptedCpu,
+                ratioText(cipherCpu, encryptedCpu), plainCpu, ratioText(cipherCpu, cipherCpu + plainCpu),
+                offsetNames[misaligned], readRatio,
                 writeRatio, MISALIGNED_GOAL, readRatio >= MISALIGNED_GOAL && writeRatio >= MISALIGNED_GOAL ? "met" : "NOT met");
+    }
+
+    /** {@code value / baseline} as {@code 0.00x}, or n/a without a baseline (CPU time below the clock's resolution). */
+    private static String ratioText(double value, double baseline) {
+        double ratio = Stat.ratio(value, baseline);
+        return Double.isNaN(ratio) ? "n/a" : String.format(Locale.ROOT, "%.2fx", ratio);
     }
 
     /** Sum of two per-GiB statistics (medians added, min to min, max to max: a bound, fine for counters). */
