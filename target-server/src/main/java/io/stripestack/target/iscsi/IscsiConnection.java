@@ -622,6 +622,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
             task.dataOut.setBytes(offset, data, data.readerIndex(), length);
         }
         task.bytesReceived += length;
+        task.lastDataOutNanos = lastReceiveNanos;
         task.expectedDataSn++;
         if (Bhs.finalBit(h)) {
             task.expectedDataSn = 0;
@@ -660,6 +661,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
             ctx.write(IscsiPdu.of(h, null), ctx.voidPromise());
             task.nextR2tOffset += length;
             task.outstandingR2ts++;
+            task.lastDataOutNanos = ctx.executor().ticker().nanoTime();
         }
     }
 
@@ -822,10 +824,23 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         ctx.write(IscsiPdu.of(h, data), ctx.voidPromise());
     }
 
-    /** Pings an initiator silent for a whole interval; drops it if it stays silent another one. */
+    /**
+     * Pings an initiator silent for a whole interval; drops it if it stays silent another one. Also
+     * drops one that leaves an R2T unanswered for a whole interval: its write holds write buffer
+     * budget other sessions may wait for, and ErrorRecoveryLevel 0 has no other way to end it.
+     */
     private void checkLiveness() {
-        long idle = ctx.executor().ticker().nanoTime() - lastReceiveNanos;
-        if (idle < server.settings.nopInInterval().toNanos()) {
+        long now = ctx.executor().ticker().nanoTime();
+        long interval = server.settings.nopInInterval().toNanos();
+        IscsiTask stalled = writeStalledSince(now - interval);
+        if (stalled != null) {
+            log.info("{}: no Data-Out for the R2T of write ITT 0x{} ({} bytes) within {}; closing", remote(),
+                    Integer.toHexString(stalled.itt), stalled.expectedTransferLength, server.settings.nopInInterval());
+            ctx.close();
+            return;
+        }
+        long idle = now - lastReceiveNanos;
+        if (idle < interval) {
             return;
         }
         if (pingOutstanding) {
@@ -836,6 +851,16 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         pingOutstanding = true;
         sendNopIn(Bhs.RESERVED_TAG, nextTargetTransferTag(), 0, null, false);
         ctx.flush();
+    }
+
+    /** A write with R2Ts outstanding whose last R2T or Data-Out is older than {@code deadline}, or null. */
+    private IscsiTask writeStalledSince(long deadline) {
+        for (IscsiTask task : tasksByTtt.values()) {
+            if (task.outstandingR2ts > 0 && task.lastDataOutNanos - deadline <= 0) {
+                return task;
+            }
+        }
+        return null;
     }
 
     // ------------------------------------------------------------------ task management

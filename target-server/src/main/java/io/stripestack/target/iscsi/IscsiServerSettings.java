@@ -81,7 +81,10 @@ public final class IscsiServerSettings {
      * {@code WriteBufferBudget}).
      */
     public long writeBufferBudget() { return writeBufferBudget; }
-    /** How long a connection may stay silent before the target pings it; zero disables pings. */
+    /**
+     * How long a connection may stay silent before the target pings it, and how long a write may
+     * leave an R2T unanswered before the connection is closed; zero disables both.
+     */
     public Duration nopInInterval() { return nopInInterval; }
     public Duration loginTimeout() { return loginTimeout; }
     /** How long {@link IscsiServer#close()} waits for in-flight commands before closing connections. */
@@ -139,10 +142,7 @@ public final class IscsiServerSettings {
         public Builder maxOutstandingR2T(int count) { this.maxOutstandingR2T = count; return this; }
         /** Commands in flight per session, 1..65536 (default 128). */
         public Builder queueDepth(int commands) { this.queueDepth = commands; return this; }
-        /**
-         * Write buffer budget of the whole server, {@value #MIN_WRITE_BUFFER_BUDGET}..{@value
-         * #MAX_WRITE_BUFFER_BUDGET} bytes (default 256 MiB).
-         */
+        /** Write buffer budget of the whole server, 64 KiB..64 GiB in bytes (default 256 MiB). */
         public Builder writeBufferBudget(long bytes) { this.writeBufferBudget = bytes; return this; }
         /** Idle time before a NOP-In ping (default 30 s; zero disables; a second silent interval drops the connection). */
         public Builder nopInInterval(Duration interval) { this.nopInInterval = Objects.requireNonNull(interval); return this; }

@@ -59,6 +59,8 @@ final class IscsiTask implements Runnable {
     boolean unsolicitedPending;
     int nextR2tOffset;
     int outstandingR2ts;
+    /** Ticker time of the latest R2T sent or Data-Out received (a stalled write ends the connection). */
+    long lastDataOutNanos;
     int r2tSn;
     /** DataSN the next Data-Out must carry: counts within each sequence (unsolicited burst or R2T). */
     int expectedDataSn;

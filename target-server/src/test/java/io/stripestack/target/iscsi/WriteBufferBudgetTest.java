@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.netty.buffer.ByteBuf;
 import io.stripestack.target.iscsi.IscsiTestInitiator.Response;
 import io.stripestack.target.scsi.ScsiCommand;
 import java.nio.ByteBuffer;
@@ -257,6 +258,37 @@ class WriteBufferBudgetTest {
             s.pump();
             assertEquals(ScsiCommand.GOOD, s.statuses.get(later));
             s.assertStored(0, s.payloads.get(later));
+        }
+    }
+
+    @Test
+    void writeLeavingAnR2tUnansweredForAWholeNopInIntervalEndsItsConnectionAndReturnsItsBudget() {
+        IscsiServerSettings settings = settings().nopInInterval(java.time.Duration.ofSeconds(5)).build();
+        try (IscsiTestInitiator i = IscsiTestInitiator.withMemoryLun(settings)) {
+            i.channel.freezeTime();
+            i.loginNormal("InitialR2T=Yes", "ImmediateData=No", "MaxBurstLength=262144", "FirstBurstLength=65536");
+            byte[] payload = payload(512 << 10, 30);
+            int tag = i.scsiCommand(IscsiTestInitiator.write10(0, payload.length / BLOCK), payload.length, false, true,
+                    null, true);
+            Response r2t = i.next();
+            assertEquals(Bhs.OP_R2T, r2t.opcode());
+            i.channel.advanceTimeBy(4, java.util.concurrent.TimeUnit.SECONDS);
+            i.dataOut(tag, r2t.ttt(), 0, Arrays.copyOf(payload, 128 << 10), 0, false);
+            i.channel.advanceTimeBy(2, java.util.concurrent.TimeUnit.SECONDS);
+            i.channel.runScheduledPendingTasks();
+            assertTrue(i.channel.isActive(), "at the 5 s check the write's last Data-Out is 1 s old");
+            assertEquals(BUDGET / 2, i.server.writeBuffers.stats().bytesInUse());
+            // the initiator stays alive (it sends NOP-Outs) but never sends the rest of the burst
+            ByteBuf nop = IscsiTestInitiator.bhs(Bhs.OP_NOP_OUT | Bhs.IMMEDIATE_BIT, 0x80, 0);
+            nop.setInt(16, -1);
+            nop.setInt(20, -1);
+            nop.setInt(24, i.cmdSn);
+            i.channel.advanceTimeBy(2, java.util.concurrent.TimeUnit.SECONDS);
+            i.send(nop, null);
+            i.channel.advanceTimeBy(2, java.util.concurrent.TimeUnit.SECONDS);
+            i.channel.runScheduledPendingTasks();
+            assertFalse(i.channel.isActive(), "at the 10 s check the last Data-Out (4 s) is a whole interval old");
+            assertEquals(0, i.server.writeBuffers.stats().bytesInUse());
         }
     }
 
