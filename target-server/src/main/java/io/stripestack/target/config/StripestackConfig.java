@@ -1,6 +1,5 @@
 package io.stripestack.target.config;
 
-import io.stripestack.target.iscsi.IscsiServerSettings;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -20,16 +19,6 @@ public record StripestackConfig(Path file, Path dataDir, ServerConfig server, Ma
             int ioThreads, int maxRecvDataSegmentLength, int maxBurstLength, int firstBurstLength,
             boolean immediateData, boolean initialR2T, int nopInIntervalSeconds, Path adminSocket,
             Portal metrics, long readaheadBudget, long writeBufferBudget) {
-
-        /** With the default write buffer budget ({@link IscsiServerSettings#DEFAULT_WRITE_BUFFER_BUDGET}). */
-        public ServerConfig(List<Portal> portals, List<Portal> advertise, int portalGroupTag, int queueDepth,
-                int ioThreads, int maxRecvDataSegmentLength, int maxBurstLength, int firstBurstLength,
-                boolean immediateData, boolean initialR2T, int nopInIntervalSeconds, Path adminSocket,
-                Portal metrics, long readaheadBudget) {
-            this(portals, advertise, portalGroupTag, queueDepth, ioThreads, maxRecvDataSegmentLength, maxBurstLength,
-                    firstBurstLength, immediateData, initialR2T, nopInIntervalSeconds, adminSocket, metrics,
-                    readaheadBudget, IscsiServerSettings.DEFAULT_WRITE_BUFFER_BUDGET);
-        }
     }
 
     public record Portal(String host, int port) {

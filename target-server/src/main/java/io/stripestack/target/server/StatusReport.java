@@ -28,11 +28,7 @@ final class StatusReport {
     private final Map<String, long[]> previous = new HashMap<>();
     private long previousNanos = System.nanoTime();
 
-    /** A report without iSCSI statistics. */
-    StatusReport(Map<String, Raid5Array> arrays, List<LunStack> luns) {
-        this(arrays, luns, null);
-    }
-
+    /** @param writeBuffers the iSCSI server's write buffer statistics, or null for a report without them */
     StatusReport(Map<String, Raid5Array> arrays, List<LunStack> luns, Supplier<WriteBufferStats> writeBuffers) {
         this.arrays = arrays;
         this.luns = luns;

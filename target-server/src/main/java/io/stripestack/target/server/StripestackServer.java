@@ -164,7 +164,7 @@ public final class StripestackServer implements Closeable {
             log.info("target {}: e.g. iscsi-ls -s iscsi://{}/  or  iscsiadm -m discovery -t st -p {}", tc.iqn(),
                     portalText(iscsi.boundAddresses().get(0)), portalText(iscsi.boundAddresses().get(0)));
         }
-        StatusReport status = new StatusReport(arrays, luns);
+        StatusReport status = new StatusReport(arrays, luns, iscsi::writeBufferStats);
         registry.setStatusReport(status::render);
         registry.setMetricsReport(status::prometheus);
         admin = new AdminServer(config.server().adminSocket(), registry);
@@ -193,7 +193,8 @@ public final class StripestackServer implements Closeable {
                 .immediateData(s.immediateData())
                 .initialR2T(s.initialR2T())
                 .queueDepth(s.queueDepth())
-                .nopInInterval(Duration.ofSeconds(s.nopInIntervalSeconds()));
+                .nopInInterval(Duration.ofSeconds(s.nopInIntervalSeconds()))
+                .writeBufferBudget(s.writeBufferBudget());
         for (Portal p : s.portals()) {
             b.bind(new InetSocketAddress(p.host(), p.port()));
         }

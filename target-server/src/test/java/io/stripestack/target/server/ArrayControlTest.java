@@ -45,7 +45,7 @@ class ArrayControlTest {
     void failRebuildCheckRemoveAdd() throws Exception {
         StripestackConfig config = ConfigLoader.parse("lifecycle.yaml", """
                 data_dir: %s
-                server: {portals: ["127.0.0.1:0"]}
+                server: {portals: ["127.0.0.1:0"], write_buffer_budget: 3MiB}
                 arrays:
                   md0:
                     members: [m0.img, m1.img, m2.img, m3.img]
@@ -62,7 +62,9 @@ class ArrayControlTest {
             Path socket = config.server().adminSocket();
             var top = server.luns().get(0).top();
             top.write(0, ByteBuffer.wrap(data));
-            assertTrue(AdminServer.request(socket, "status").contains("(S)"), "the configured spare is listed");
+            String first = AdminServer.request(socket, "status");
+            assertTrue(first.contains("(S)"), "the configured spare is listed");
+            assertTrue(first.contains("of 3.0 MiB in use"), "the configured write buffer budget is the server's: " + first);
             AdminServer.request(socket, "set md0/sync_speed_max 1000000");
 
             AdminServer.request(socket, "set md0/fail 1");

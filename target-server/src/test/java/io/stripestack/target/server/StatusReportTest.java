@@ -23,7 +23,7 @@ class StatusReportTest {
         assertTrue(prometheus.contains("stripestack_write_buffer_commands_waiting 2\n"), prometheus);
         assertTrue(prometheus.contains("stripestack_write_buffer_commands_total{outcome=\"refused\"} 5\n"), prometheus);
 
-        StatusReport withoutIscsi = new StatusReport(Map.of(), List.of());
+        StatusReport withoutIscsi = new StatusReport(Map.of(), List.of(), null);
         assertFalse(withoutIscsi.render().contains("write buffers"));
         assertFalse(withoutIscsi.prometheus().contains("write_buffer"));
     }
