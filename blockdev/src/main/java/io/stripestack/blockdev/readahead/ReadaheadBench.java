@@ -36,12 +36,14 @@ import java.util.concurrent.locks.LockSupport;
  * run. The summary gives the median of the per-region (per-batch-pair) ratios and each variant's total.
  *
  * <p>Usage: {@code ReadaheadBench [file-MiB (default 256)] [directory (default java.io.tmpdir)] [--direct]
- * [--rounds=N (default 3)] [--region-mib=N (default 32)] [--baseline=CLASSES] [--probe]}. {@code --direct}
+ * [--rounds=N (default 3)] [--region-mib=N (default 32)] [--baseline=CLASSES [--baseline-budget-first]]
+ * [--probe]}. {@code --direct}
  * opens the file with O_DIRECT, so reads below bypass the page cache; {@code --probe} first measures the
  * file itself at several read sizes and queue depths 1 and 2, which shows what the device below gives the
  * prefetch reads. {@code --baseline} names the classes directory of another build of this package (say,
  * an earlier commit's); its stage then reads every region too, interleaved with this build's, so a change
  * is judged by ratios taken moments apart rather than by runs minutes apart on a machine that drifts.
+ * Run it both with and without {@code --baseline-budget-first} (see the constructor).
  */
 public final class ReadaheadBench {
     private static final String PACKAGE = "io.stripestack.blockdev.readahead.";
@@ -55,25 +57,43 @@ public final class ReadaheadBench {
 
     /** The file, opened once: a process may open a member file only once. */
     private final FileBlockDevice shared;
-    private final ReadaheadBudget budget = new ReadaheadBudget(64L * MIB);
+    private static final long BUDGET_BYTES = 64L * MIB;
+
+    private final ReadaheadBudget budget;
 
     private final Path baselineClasses;
     private final BaselineLoader baselineLoader;
     /** The baseline build's ReadaheadBudget, shared by its stages as {@link #budget} is by ours. */
     private final Object baselineBudget;
 
-    private ReadaheadBench(Path file, boolean direct, Path baselineClasses) throws IOException {
+    /**
+     * With a baseline, {@code baselineBudgetFirst} allocates its budget before ours. It matters: of two
+     * stages of one build, the one whose budget was allocated later ran up to 1.5x faster on the shared VM
+     * (docs/readahead.md), so a comparison is run both ways.
+     */
+    private ReadaheadBench(Path file, boolean direct, Path baselineClasses, boolean baselineBudgetFirst)
+            throws IOException {
         this.shared = FileBlockDevice.open(file, 4096, direct, true);
         this.baselineClasses = baselineClasses;
         if (baselineClasses == null) {
+            this.budget = new ReadaheadBudget(BUDGET_BYTES);
             this.baselineLoader = null;
             this.baselineBudget = null;
             return;
         }
         this.baselineLoader = new BaselineLoader(baselineClasses);
+        if (baselineBudgetFirst) {
+            this.baselineBudget = newBaselineBudget();
+            this.budget = new ReadaheadBudget(BUDGET_BYTES);
+        } else {
+            this.budget = new ReadaheadBudget(BUDGET_BYTES);
+            this.baselineBudget = newBaselineBudget();
+        }
+    }
+
+    private Object newBaselineBudget() throws IOException {
         try {
-            this.baselineBudget = baselineLoader.loadClass(PACKAGE + "ReadaheadBudget").getConstructor(long.class)
-                    .newInstance(64L * MIB);
+            return baselineLoader.loadClass(PACKAGE + "ReadaheadBudget").getConstructor(long.class).newInstance(BUDGET_BYTES);
         } catch (ReflectiveOperationException e) {
             throw new IOException("--baseline " + baselineClasses + " holds no usable " + PACKAGE
                     + "ReadaheadBudget(long); point it at a blockdev build's classes directory", e);
@@ -317,6 +337,7 @@ public final class ReadaheadBench {
         int rounds = 3;
         long regionBytes = DEFAULT_REGION_BYTES;
         Path baseline = null;
+        boolean baselineBudgetFirst = false;
         for (String arg : args) {
             if (arg.equals("--direct")) {
                 direct = true;
@@ -324,13 +345,15 @@ public final class ReadaheadBench {
                 probe = true;
             } else if (arg.startsWith("--rounds=")) {
                 rounds = Integer.parseInt(arg.substring("--rounds=".length()));
+            } else if (arg.equals("--baseline-budget-first")) {
+                baselineBudgetFirst = true;
             } else if (arg.startsWith("--baseline=")) {
                 baseline = Paths.get(arg.substring("--baseline=".length()));
             } else if (arg.startsWith("--region-mib=")) {
                 regionBytes = Long.parseLong(arg.substring("--region-mib=".length())) * MIB;
             } else if (arg.startsWith("--")) {
                 throw new IllegalArgumentException("unknown option " + arg
-                        + "; usage: ReadaheadBench [file-MiB] [directory] [--direct] [--rounds=N] [--region-mib=N] [--baseline=CLASSES] [--probe]");
+                        + "; usage: ReadaheadBench [file-MiB] [directory] [--direct] [--rounds=N] [--region-mib=N] [--baseline=CLASSES [--baseline-budget-first]] [--probe]");
             } else {
                 positional.add(arg);
             }
@@ -346,7 +369,7 @@ public final class ReadaheadBench {
             fill(file, fileBytes);
             System.out.printf("file %s, %d MiB, %s, %d rounds%n", file, fileBytes / MIB, direct ? "O_DIRECT" : "page cache",
                     rounds);
-            ReadaheadBench bench = new ReadaheadBench(file, direct, baseline);
+            ReadaheadBench bench = new ReadaheadBench(file, direct, baseline, baselineBudgetFirst);
             if (probe) {
                 bench.probe();
             }
