@@ -3,11 +3,11 @@ package io.stripestack.raid5.bench;
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.FileBlockDevice;
 import io.stripestack.blockdev.Geometry;
+import io.stripestack.blockdev.PacedBlockDevice;
 import io.stripestack.raid5.Raid0Array;
 import io.stripestack.raid5.Raid5Array;
 import io.stripestack.raid5.Raid5Config;
 import io.stripestack.raid5.Raid5Options;
-import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -21,7 +21,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * RAID-5 over n members against RAID-0 over n-1 members (seed 000's and seed 003's comparison), both open at
@@ -90,7 +89,7 @@ public final class Raid5Bench {
                 FileBlockDevice.create(p, memberBytes, 512).close();
                 BlockDevice device = FileBlockDevice.open(p, 512, direct, false);
                 if (memberBytesPerSecond > 0) {
-                    device = new PacedDevice(device, memberBytesPerSecond);
+                    device = new PacedBlockDevice(device, memberBytesPerSecond);
                 }
                 (i < members ? raid5Members : raid0Members).add(device);
             }
@@ -289,86 +288,5 @@ public final class Raid5Bench {
             return sun.getProcessCpuTime();
         }
         return ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime();
-    }
-
-    /**
-     * A member paced like an independent disk of fixed bandwidth: requests are served one after another,
-     * each occupying the device for its size divided by the bandwidth; a caller returns when its request's
-     * turn has ended (the real I/O runs first and overlaps that time). Thread-safe: the device's busy-until
-     * time is one atomic.
-     */
-    private static final class PacedDevice implements BlockDevice {
-        private final BlockDevice below;
-        private final long bytesPerSecond;
-        private final AtomicLong busyUntil = new AtomicLong(System.nanoTime());
-
-        PacedDevice(BlockDevice below, long bytesPerSecond) {
-            this.below = below;
-            this.bytesPerSecond = bytesPerSecond;
-        }
-
-        private void pace(long started, long bytes) {
-            long cost = bytes * 1_000_000_000L / bytesPerSecond;
-            long end;
-            long busy;
-            do {
-                busy = busyUntil.get();
-                end = Math.max(started, busy) + cost;
-            } while (!busyUntil.compareAndSet(busy, end));
-            for (long left = end - System.nanoTime(); left > 0; left = end - System.nanoTime()) {
-                LockSupport.parkNanos(left);
-            }
-        }
-
-        @Override
-        public String name() {
-            return below.name();
-        }
-
-        @Override
-        public long size() {
-            return below.size();
-        }
-
-        @Override
-        public int logicalBlockSize() {
-            return below.logicalBlockSize();
-        }
-
-        @Override
-        public Geometry geometry() {
-            return below.geometry();
-        }
-
-        @Override
-        public void read(long offset, ByteBuffer dst) throws IOException {
-            long started = System.nanoTime();
-            int bytes = dst.remaining();
-            below.read(offset, dst);
-            pace(started, bytes);
-        }
-
-        @Override
-        public void write(long offset, ByteBuffer src) throws IOException {
-            long started = System.nanoTime();
-            int bytes = src.remaining();
-            below.write(offset, src);
-            pace(started, bytes);
-        }
-
-        @Override
-        public void flush() throws IOException {
-            below.flush();
-        }
-
-        @Override
-        public io.stripestack.blockdev.IoStats stats() {
-            return below.stats();
-        }
-
-        @Override
-        public void close() throws IOException {
-            below.close();
-        }
     }
 }

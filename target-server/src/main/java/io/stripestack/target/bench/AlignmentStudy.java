@@ -1,7 +1,6 @@
 package io.stripestack.target.bench;
 
 import io.stripestack.blockdev.BlockDevice;
-import io.stripestack.blockdev.FileBlockDevice;
 import io.stripestack.blockdev.Geometry;
 import io.stripestack.blockdev.IoStats;
 import io.stripestack.blockdev.readahead.ReadaheadBlockDevice;
@@ -74,7 +73,7 @@ final class AlignmentStudy implements Study {
         Measured[] cipherRate;
         int cacheRows;
         try (MemberSet files = bench.memberFiles("align", s.members(), s.memberBytes())) {
-            List<FileBlockDevice> members = files.open(s.members());
+            List<BlockDevice> members = files.open(s.members());
             try (Raid5Array raid = bench.createRaid5("align", members, chunk)) {
                 cacheRows = raid.stripeCacheSize();
                 bench.prefill(raid);

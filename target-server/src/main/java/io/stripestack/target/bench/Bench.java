@@ -1,7 +1,6 @@
 package io.stripestack.target.bench;
 
 import io.stripestack.blockdev.BlockDevice;
-import io.stripestack.blockdev.FileBlockDevice;
 import io.stripestack.raid5.Raid5Array;
 import io.stripestack.raid5.Raid5Config;
 import io.stripestack.raid5.Raid5Layout;
@@ -42,17 +41,17 @@ final class Bench implements AutoCloseable {
 
     /** Creates {@code count} sparse member files of the configured size (deleted by closing the set). */
     MemberSet memberFiles(String prefix, int count, long bytes) throws IOException {
-        return MemberSet.create(scratch, prefix, count, bytes, settings.direct());
+        return MemberSet.create(scratch, prefix, count, bytes, settings.direct(), settings.memberBytesPerSecond());
     }
 
     /** A new left-symmetric RAID-5 over all of {@code files}, data at 1 MiB like mdadm. */
-    Raid5Array createRaid5(String name, List<FileBlockDevice> members, int chunkBytes) throws IOException {
+    Raid5Array createRaid5(String name, List<BlockDevice> members, int chunkBytes) throws IOException {
         Raid5Config config = new Raid5Config(name, chunkBytes, Raid5Layout.LEFT_SYMMETRIC,
                 Raid5Config.DEFAULT_DATA_OFFSET_SECTORS);
         try {
             return Raid5Array.create(members, config, Raid5Options.defaults(), true);
         } catch (IOException | RuntimeException e) {
-            for (FileBlockDevice d : members) {
+            for (BlockDevice d : members) {
                 d.close();
             }
             throw e;

@@ -59,6 +59,11 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(names = "--direct", description = "open member files with O_DIRECT (bypass the page cache)")
     boolean direct;
 
+    @Option(names = "--member-mbps", paramLabel = "N",
+            description = "pace every member like an independent disk of N MB/s (requests served one after another;"
+                    + " default: no pacing)")
+    Long memberMbps;
+
     @Option(names = "--members", paramLabel = "N", description = "RAID-5 members (default 4; RAID-0 gets N-1)")
     Integer members;
 
@@ -153,6 +158,7 @@ public final class BenchCommand implements Callable<Integer> {
             }
         }
         return new BenchSettings(quick, repeat != null ? repeat : d.repeat(), direct,
+                memberMbps != null ? memberMbps * 1_000_000L : d.memberBytesPerSecond(),
                 members != null ? members : d.members(),
                 memberSize != null ? Sizes.parse(memberSize) : d.memberBytes(),
                 chunk != null ? toInt(Sizes.parse(chunk), "--chunk") : d.chunkBytes(),

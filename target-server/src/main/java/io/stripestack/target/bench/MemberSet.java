@@ -1,6 +1,8 @@
 package io.stripestack.target.bench;
 
+import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.FileBlockDevice;
+import io.stripestack.blockdev.PacedBlockDevice;
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -15,16 +17,23 @@ import java.util.List;
 final class MemberSet implements Closeable {
     private final List<Path> paths;
     private final boolean direct;
+    private final long bytesPerSecond;
 
-    private MemberSet(List<Path> paths, boolean direct) {
+    private MemberSet(List<Path> paths, boolean direct, long bytesPerSecond) {
         this.paths = paths;
         this.direct = direct;
+        this.bytesPerSecond = bytesPerSecond;
     }
 
-    /** Creates {@code count} sparse files of {@code bytes} each named {@code prefix-N.img} in {@code dir}. */
-    static MemberSet create(Path dir, String prefix, int count, long bytes, boolean direct) throws IOException {
+    /**
+     * Creates {@code count} sparse files of {@code bytes} each named {@code prefix-N.img} in {@code dir}.
+     *
+     * @param bytesPerSecond pace each opened member like an independent disk of this bandwidth; 0 for none
+     */
+    static MemberSet create(Path dir, String prefix, int count, long bytes, boolean direct, long bytesPerSecond)
+            throws IOException {
         List<Path> paths = new ArrayList<>();
-        MemberSet set = new MemberSet(paths, direct);
+        MemberSet set = new MemberSet(paths, direct, bytesPerSecond);
         try {
             for (int i = 0; i < count; i++) {
                 Path p = dir.resolve(prefix + "-" + i + ".img");
@@ -38,15 +47,16 @@ final class MemberSet implements Closeable {
         return set;
     }
 
-    /** Opens the first {@code count} files (with O_DIRECT when the set was created so). */
-    List<FileBlockDevice> open(int count) throws IOException {
-        List<FileBlockDevice> devices = new ArrayList<>();
+    /** Opens the first {@code count} files (with O_DIRECT and paced when the set was created so). */
+    List<BlockDevice> open(int count) throws IOException {
+        List<BlockDevice> devices = new ArrayList<>();
         try {
             for (int i = 0; i < count; i++) {
-                devices.add(FileBlockDevice.open(paths.get(i), 512, direct, false));
+                FileBlockDevice file = FileBlockDevice.open(paths.get(i), 512, direct, false);
+                devices.add(bytesPerSecond > 0 ? new PacedBlockDevice(file, bytesPerSecond) : file);
             }
         } catch (IOException | RuntimeException e) {
-            for (FileBlockDevice d : devices) {
+            for (BlockDevice d : devices) {
                 d.close();
             }
             throw e;

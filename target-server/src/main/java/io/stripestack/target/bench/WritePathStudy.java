@@ -1,6 +1,6 @@
 package io.stripestack.target.bench;
 
-import io.stripestack.blockdev.FileBlockDevice;
+import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.raid5.Raid5Array;
 import io.stripestack.target.bench.ResultTable.Column;
 import io.stripestack.target.config.Sizes;
@@ -48,7 +48,7 @@ final class WritePathStudy implements Study {
         List<Measured> results = new ArrayList<>();
         int cacheRows;
         try (MemberSet files = bench.memberFiles("writes", s.members(), s.memberBytes())) {
-            List<FileBlockDevice> members = files.open(s.members());
+            List<BlockDevice> members = files.open(s.members());
             try (Raid5Array raid = bench.createRaid5("writes", members, chunk)) {
                 cacheRows = raid.stripeCacheSize();
                 bench.prefill(raid);

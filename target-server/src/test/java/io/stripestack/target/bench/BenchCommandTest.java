@@ -115,6 +115,18 @@ class BenchCommandTest {
         assertTrue(report.contains("alignment encrypted stacks: aes-xts-plain64, 512-bit key"), "settings line missing");
     }
 
+    /** Paced members: the writes study runs over them and the report says how they were paced. */
+    @Test
+    void membersCanBePacedLikeDisks() throws Exception {
+        runStudy("writes", "--member-mbps", "2000", "--repeat", "1");
+        String report = Files.readString(out.resolve("writes.txt"));
+        assertTrue(report.contains("each paced like a disk of 2000 MB/s"), "the settings do not say how members were paced");
+        CommandLine cli = new CommandLine(new BenchCommand());
+        cli.parseArgs("--member-mbps", "-1");
+        org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> ((BenchCommand) cli.getCommand()).settings());
+    }
+
     @Test
     void unknownCipherSpecIsRefused() {
         CommandLine cli = new CommandLine(new BenchCommand());
