@@ -67,17 +67,6 @@ public interface BlockDevice extends Closeable {
         return false;
     }
 
-    /**
-     * A hint from the layer above, given on the thread that will make the writes: this thread will soon write
-     * {@code [offset, offset + length)}, in ascending order, in one or more {@link #write} calls (for example
-     * once the layer above has encrypted it). A device may use it to wait for those writes rather than read
-     * what they will replace: a RAID-5 array holds a partial row that they will complete, as md holds a
-     * stripe while the block layer is plugged. A length of 0 withdraws the hint (the writes will not come).
-     * Never required, never an error; the default ignores it.
-     */
-    default void willWrite(long offset, long length) {
-    }
-
     /** Counters of this layer (like /proc/diskstats plus the layer's own). Never null. */
     IoStats stats();
 

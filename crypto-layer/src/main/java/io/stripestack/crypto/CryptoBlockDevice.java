@@ -207,8 +207,6 @@ public final class CryptoBlockDevice implements BlockDevice {
         int length = src.remaining();
         checkRequest(offset, length);
         long t = stats.startIo();
-        // Encrypting takes a while: the device below may hold a partial row for the rest of this request.
-        below.willWrite(payloadStart + offset, length);
         try {
             ByteBuffer buffer = writeBuffer(length);
             int srcIndex = src.position();
@@ -222,7 +220,6 @@ public final class CryptoBlockDevice implements BlockDevice {
             }
             src.position(src.limit());
         } catch (IOException | RuntimeException e) {
-            below.willWrite(payloadStart + offset, 0);
             stats.endFailed(t);
             throw e;
         }

@@ -53,48 +53,6 @@ class CryptoBlockDeviceTest {
         roundTrip(below, "aes-cbc-essiv:sha256", 32, 512, false, 162, 7);
     }
 
-    /** The device below hears of each write before it is encrypted, and that it will not come when it fails. */
-    @Test
-    void writesAreAnnouncedBelowAndWithdrawnWhenTheyFail() throws Exception {
-        List<long[]> announced = new ArrayList<>();
-        boolean[] failWrites = {false};
-        MemoryBlockDevice mem = new MemoryBlockDevice("mem", 4 * MIB, 512);
-        BlockDevice below = new BlockDevice() {
-            @Override public String name() { return mem.name(); }
-            @Override public long size() { return mem.size(); }
-            @Override public int logicalBlockSize() { return mem.logicalBlockSize(); }
-            @Override public Geometry geometry() { return mem.geometry(); }
-            @Override public void read(long offset, ByteBuffer dst) throws IOException { mem.read(offset, dst); }
-            @Override public void flush() throws IOException { mem.flush(); }
-            @Override public io.stripestack.blockdev.IoStats stats() { return mem.stats(); }
-            @Override public void close() throws IOException { mem.close(); }
-
-            @Override
-            public void willWrite(long offset, long length) {
-                announced.add(new long[] {offset, length});
-            }
-
-            @Override
-            public void write(long offset, ByteBuffer src) throws IOException {
-                if (failWrites[0]) {
-                    throw new IOException("injected");
-                }
-                mem.write(offset, src);
-            }
-        };
-        try (CryptoBlockDevice crypt = new CryptoBlockDevice("c", below, cipher("aes-cbc-essiv:sha256", 32, 512, false, 1),
-                8, 0, false)) {
-            crypt.write(4096, ByteBuffer.allocate(65536));
-            assertEquals(1, announced.size());
-            assertArrayEquals(new long[] {8 * 512 + 4096, 65536}, announced.get(0));
-            failWrites[0] = true;
-            assertThrows(IOException.class, () -> crypt.write(0, ByteBuffer.allocate(4096)));
-            assertEquals(3, announced.size());
-            assertArrayEquals(new long[] {8 * 512, 4096}, announced.get(1));
-            assertArrayEquals(new long[] {8 * 512, 0}, announced.get(2), "a failed write withdraws its announcement");
-        }
-    }
-
     @Test
     void largeSectorsWithIvLargeSectorsRoundTrip() throws Exception {
         BlockDevice below = new MemoryBlockDevice("mem", 24 * MIB, 4096);

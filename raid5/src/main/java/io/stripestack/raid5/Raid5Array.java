@@ -502,7 +502,6 @@ public final class Raid5Array implements BlockDevice {
             long pos = offset;
             int srcIndex = src.position();
             int left = length;
-            boolean announced = offset >= ctx.announcedStart && offset + length <= ctx.announcedEnd;
             ctx.writeRow = -1;
             ctx.writeStart = offset;
             ctx.writeEnd = offset + length;
@@ -527,17 +526,8 @@ public final class Raid5Array implements BlockDevice {
                     awaitAll(pieces, queued, ctx);
                 }
             } finally {
+                ctx.writeEnd = -1;
                 ctx.lastEnd = offset + length;
-                if (announced && ctx.announcedEnd > offset + length) {
-                    // The rest of what the layer above announced is still to come from this thread.
-                    ctx.writeRow = -1;
-                    ctx.writeStart = offset + length;
-                    ctx.writeEnd = ctx.announcedEnd;
-                } else {
-                    ctx.writeEnd = -1;
-                    ctx.announcedStart = -1;
-                    ctx.announcedEnd = -1;
-                }
                 for (RowWrite w : pieces) {
                     w.src = null;
                 }
@@ -548,27 +538,6 @@ public final class Raid5Array implements BlockDevice {
             throw e;
         }
         stats.endWrite(start, length);
-    }
-
-    /**
-     * Publishes the announced range as this thread's write in progress (not at any row yet), so that an owner
-     * of a partial row it will complete holds the row for it ({@link #worthHolding}) while the layer above
-     * still prepares the data; the thread's writes inside the range keep the rest published.
-     */
-    @Override
-    public void willWrite(long offset, long length) {
-        Context ctx = contexts.get();
-        if (length <= 0) {
-            ctx.writeEnd = -1;
-            ctx.announcedStart = -1;
-            ctx.announcedEnd = -1;
-            return;
-        }
-        ctx.announcedStart = offset;
-        ctx.announcedEnd = offset + length;
-        ctx.writeRow = -1;
-        ctx.writeStart = offset;
-        ctx.writeEnd = offset + length;
     }
 
     /** Discards always zero: a discarded range reads back as zeros, with parity consistent. */
@@ -2787,17 +2756,14 @@ public final class Raid5Array implements BlockDevice {
         final int[] cursor = new int[dataDisks];
         /**
          * This thread's write in progress, for other threads' {@link #worthHolding}: its byte
-         * range (writeEnd -1 when none; announced by {@link #willWrite} or being written) and the highest
-         * row it has queued (-1 before its first row). Written only by this thread.
+         * range (writeEnd -1 when none) and the row it is at (-1 before its first row). Written only by
+         * this thread.
          */
         volatile long writeStart = -1;
         volatile long writeEnd = -1;
         volatile long writeRow = -1;
         /** End of this thread's last write; read by {@link #worthHolding} to recognise sequential streams. */
         volatile long lastEnd = -1;
-        /** The range the layer above announced this thread will write ({@link #willWrite}); -1 when none. */
-        long announcedStart = -1;
-        long announcedEnd = -1;
         int[] pieceChunk = new int[16];
         /** Every block of a chunk set. */
         final long[] allBlocks;

@@ -180,56 +180,6 @@ class Raid5WriteHoldTest {
         }
     }
 
-    /**
-     * A layer above (the crypto layer, encrypting) announces on B's thread that B will write the head of row 2
-     * ({@link Raid5Array#willWrite}); A's write of the rest of the row is held for it, and once B writes, the
-     * row goes out whole with nothing read. A withdrawn announcement holds nothing.
-     */
-    @Test
-    void anAnnouncedWriteIsHeldForAndAWithdrawnOneIsNot() throws Exception {
-        ExecutorService b = Executors.newSingleThreadExecutor();
-        ExecutorService a = Executors.newSingleThreadExecutor();
-        try (Raid5Array array = create(gatedMembers(), CHUNK, Raid5Layout.LEFT_SYMMETRIC, 8)) {
-            array.setWriteHoldNanos(TimeUnit.SECONDS.toNanos(20));
-            byte[] data = new byte[ROWS * ROW];
-            new Random(8).nextBytes(data);
-            int split = CHUNK + 4096;
-            int rowStart = 2 * ROW;
-            b.submit(() -> array.willWrite(rowStart, split)).get(10, TimeUnit.SECONDS);
-            Future<?> tail = a.submit(() -> {
-                array.write(rowStart + split, ByteBuffer.wrap(data, rowStart + split, ROW - split));
-                return null;
-            });
-            awaitCounter(array, "held_writes", 1);
-            assertThrows(TimeoutException.class, () -> tail.get(200, TimeUnit.MILLISECONDS),
-                    "the rest of the row must wait for the announced head");
-            b.submit(() -> {
-                array.write(rowStart, ByteBuffer.wrap(data, rowStart, split));
-                return null;
-            }).get(10, TimeUnit.SECONDS);
-            tail.get(10, TimeUnit.SECONDS);
-            assertEquals(0, counter(array, "member_prereads"), "the announced head completed the row");
-            assertEquals(1, counter(array, "full_stripe_writes"));
-
-            int next = 3 * ROW;
-            b.submit(() -> array.willWrite(next, split)).get(10, TimeUnit.SECONDS);
-            b.submit(() -> array.willWrite(next, 0)).get(10, TimeUnit.SECONDS);
-            a.submit(() -> {
-                array.write(next + split, ByteBuffer.wrap(data, next + split, ROW - split));
-                return null;
-            }).get(10, TimeUnit.SECONDS);
-            assertEquals(1, counter(array, "held_writes"), "a withdrawn announcement holds nothing");
-            assertTrue(counter(array, "member_prereads") > 0, "alone, the rest of row 3 needs its old contents");
-
-            byte[] got = new byte[ROW];
-            array.read(rowStart, ByteBuffer.wrap(got));
-            assertArrayEquals(java.util.Arrays.copyOfRange(data, rowStart, rowStart + ROW), got);
-        } finally {
-            a.shutdownNow();
-            b.shutdownNow();
-        }
-    }
-
     /** The hold is bounded: if the completing write does not come, the partial write goes ahead alone. */
     @Test
     void aHeldWriteGoesAheadAloneWhenTheOtherWriteDoesNotCome() throws Exception {
