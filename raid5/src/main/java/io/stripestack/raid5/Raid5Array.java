@@ -107,6 +107,7 @@ public final class Raid5Array implements BlockDevice {
     static final long HOLD_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
     static final long MAX_HOLD_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
     private static final int HOLD_ROW_UPDATES = 4;
+    private static final long HOLD_RECHECK_NANOS = TimeUnit.MICROSECONDS.toNanos(500);
     /**
      * Calling threads whose writes in progress a slot owner can see at once; a thread beyond them is
      * simply not waited for (a missed hold, never a wrong result).
@@ -1829,13 +1830,18 @@ public final class Raid5Array implements BlockDevice {
             count = collectBatch(slot, ctx);
             if (ctx.batch[0].op == SyncOp.WRITE) {
                 long deadline = 0;
-                while (!coversRow(ctx.batch, count) && worthHolding(ctx.batch[0].row, ctx)) {
+                // Once held, the hold lasts while any other caller's write is in progress (md keeps delayed
+                // stripes until the array goes idle): when the stream ends, the last row goes out at once
+                // instead of waiting for the bound. Arrivals wake the owner; the rest is checked every
+                // HOLD_RECHECK_NANOS.
+                while (!coversRow(ctx.batch, count)
+                        && (deadline == 0 ? worthHolding(ctx.batch[0].row, ctx) : othersWriting(ctx))) {
                     long now = System.nanoTime();
                     if (deadline == 0) {
                         deadline = now + holdBoundNanos();
                         heldWrites.increment();
                     }
-                    long left = deadline - now;
+                    long left = Math.min(deadline - now, HOLD_RECHECK_NANOS);
                     if (left <= 0) {
                         break;
                     }
@@ -1978,6 +1984,19 @@ public final class Raid5Array implements BlockDevice {
             sequential |= end == start || c.lastEnd == start;
         }
         return sequential && streamInProgress;
+    }
+
+    /** Whether any calling thread but {@code self} has a write in progress (read without locks, see worthHolding). */
+    private boolean othersWriting(Context self) {
+        int tracked = writersInUse.get();
+        for (int i = 0; i < tracked; i++) {
+            WeakReference<Context> ref = writers.get(i);
+            Context c = ref == null ? null : ref.get();
+            if (c != null && c != self && c.writeEnd >= 0) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private void processRow(Slot slot, RowWrite[] batch, int count, Context ctx) throws IOException {

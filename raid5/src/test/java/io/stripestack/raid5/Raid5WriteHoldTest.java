@@ -180,6 +180,47 @@ class Raid5WriteHoldTest {
         }
     }
 
+    /**
+     * A hold ends when nothing else is being written, not at its bound: A continues P's stream (it starts where
+     * P's write ends) and is held while P is in progress; when P completes and no other write is in progress,
+     * nobody can complete A's row, so A goes ahead at once (md releases delayed stripes when the array idles).
+     */
+    @Test
+    void aHoldEndsWhenNoOtherWriteIsInProgress() throws Exception {
+        List<GatedDevice> members = gatedMembers();
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        try (Raid5Array array = create(members, CHUNK, Raid5Layout.LEFT_SYMMETRIC, 8)) {
+            array.setWriteHoldNanos(TimeUnit.SECONDS.toNanos(20));
+            byte[] data = new byte[ROWS * ROW];
+            new Random(9).nextBytes(data);
+            members.get(0).arm();
+            Future<?> p = pool.submit(() -> {
+                array.write(ROW, ByteBuffer.wrap(data, ROW, ROW));
+                return null;
+            });
+            assertTrue(members.get(0).entered.await(10, TimeUnit.SECONDS), "P's write never reached the member");
+            Future<?> a = pool.submit(() -> {
+                array.write(2 * ROW, ByteBuffer.wrap(data, 2 * ROW, ROW / 2));
+                return null;
+            });
+            awaitCounter(array, "held_writes", 1);
+            members.get(0).release();
+            p.get(10, TimeUnit.SECONDS);
+            long released = System.nanoTime();
+            a.get(10, TimeUnit.SECONDS);
+            assertTrue(System.nanoTime() - released < TimeUnit.SECONDS.toNanos(5),
+                    "A waited for its hold's bound although nothing else was being written");
+            assertTrue(counter(array, "member_prereads") > 0, "alone, A's half row needs the old contents");
+            byte[] got = new byte[ROW + ROW / 2];
+            array.read(ROW, ByteBuffer.wrap(got));
+            assertArrayEquals(java.util.Arrays.copyOfRange(data, ROW, 2 * ROW + ROW / 2), got);
+            assertParityConsistent(members, CHUNK, ROWS);
+        } finally {
+            members.forEach(GatedDevice::release);
+            pool.shutdownNow();
+        }
+    }
+
     /** The hold is bounded: if the completing write does not come, the partial write goes ahead alone. */
     @Test
     void aHeldWriteGoesAheadAloneWhenTheOtherWriteDoesNotCome() throws Exception {
