@@ -48,7 +48,10 @@ final class AlignmentStudy implements Study {
 
     private enum Readahead { NONE, TOP, ABOVE_RAID }
 
-    private static final int TRIALS_PER_STACK = 2 + Readahead.values().length;
+    /** Issue 5: 128 KiB reads at queue depth 1 with readahead on top against reads of this size, one outstanding. */
+    private static final int LARGE_READ = 4 << 20;
+
+    private static final int TRIALS_PER_STACK = 3 + Readahead.values().length;
 
     @Override
     public String name() {
@@ -141,7 +144,22 @@ final class AlignmentStudy implements Study {
                     () -> stack(s, raid, offset, encrypted, placement, budget),
                     Workload.sequential(false, SMALL_READ, 0, 1, s.bytesPerRun(), region)));
         }
+        trials.add(new Bench.Trial(label + " large reads", plainStack,
+                Workload.sequential(false, LARGE_READ, 0, 1, s.bytesPerRun(), region)));
         return trials;
+    }
+
+    /** Issue 5's goal at the stripe-aligned offset: 128 KiB reads, one outstanding, readahead on top, vs 4 MiB reads. */
+    private static String readaheadGoalSummary(Measured[][] alignedStacks) {
+        StringBuilder line = new StringBuilder("issue 5 goal, 128 KiB reads at queue depth 1 with readahead on top vs 4 MiB"
+                + " reads at queue depth 1 (stripe-aligned offset):");
+        boolean met = true;
+        for (int e = 0; e < 2; e++) {
+            double ratio = alignedStacks[e][3].megabytesPerSecond().median() / alignedStacks[e][5].megabytesPerSecond().median();
+            met &= ratio >= 0.9;
+            line.append(String.format(java.util.Locale.ROOT, " %s %.2fx", e == 0 ? "plain" : "encrypted", ratio));
+        }
+        return line.append(met ? " (goal >= 0.9: met)" : " (goal >= 0.9: NOT met)").toString();
     }
 
     /** Builds one stack over the shared array; closing it closes everything but the array. */
@@ -190,6 +208,8 @@ final class AlignmentStudy implements Study {
                 Column.stat("ra_none_mbps", "128K no-RA MB/s", 0),
                 Column.stat("ra_top_mbps", "RA top MB/s", 0),
                 Column.stat("ra_above_raid_mbps", "RA below crypto MB/s", 0),
+                Column.stat("large_read_mbps", "4M x1 read MB/s", 0),
+                Column.number("ra_top_vs_large_read", "RA top / 4M x1", 2),
                 Column.stat("cipher_encrypt_mbps", "cipher enc MB/s", 0),
                 Column.stat("cipher_decrypt_mbps", "cipher dec MB/s", 0),
                 Column.number("write_vs_goal_base", "write/min(plain,enc)", 2),
@@ -220,7 +240,9 @@ final class AlignmentStudy implements Study {
                         preReads, preReadMib, partialRows,
                         Stat.ratio(m[0].megabytesPerSecond().median(), base[0].megabytesPerSecond().median()),
                         Stat.ratio(m[1].megabytesPerSecond().median(), base[1].megabytesPerSecond().median()),
-                        m[2].megabytesPerSecond(), m[3].megabytesPerSecond(), m[4].megabytesPerSecond()));
+                        m[2].megabytesPerSecond(), m[3].megabytesPerSecond(), m[4].megabytesPerSecond(),
+                        m[5].megabytesPerSecond(),
+                        Stat.ratio(m[3].megabytesPerSecond().median(), m[5].megabytesPerSecond().median())));
                 if (e == 1) {
                     cells.addAll(List.of(cipherRate[0].megabytesPerSecond(), cipherRate[1].megabytesPerSecond(),
                             versusGoalBase(m[1], results[o][0][1], cipherRate[0]),
@@ -251,13 +273,15 @@ final class AlignmentStudy implements Study {
                         + " a partial row needs no pre-read when the stripe cache (" + cacheRows + " rows, automatic size)"
                         + " still holds the rest of it, e.g. from the previous request, which half-wrote it",
                 "RA columns: 128 KiB sequential reads, one outstanding; 'RA below crypto' puts readahead directly above"
-                        + " the array (for 'plain' that is below the offset view)",
+                        + " the array (for 'plain' that is below the offset view); '4M x1': 4 MiB sequential reads, one"
+                        + " outstanding, without readahead; 'RA top / 4M x1' is issue 5's goal (>= 0.9)",
                 "the array was written end to end before measuring, so every read reads written blocks",
                 "cipher enc/dec: the bare SectorCipher (" + s.cipher() + ") on stripe-sized RAM buffers, " + cipherThreads
                         + " threads (one per core, the threads the crypto layer splits a large request over), measured in the"
                         + " same interleaved rounds; write/min(plain,enc) = encrypted write / min(plain write at the same"
                         + " offset, cipher encrypt rate), read likewise with the decrypt rate (medians)",
-                goalSummary(offsetNames, results, cipherRate, aligned, SEED_MISALIGNED_OFFSET)));
+                goalSummary(offsetNames, results, cipherRate, aligned, SEED_MISALIGNED_OFFSET),
+                readaheadGoalSummary(results[aligned])));
         if (endToEnd != null) {
             notes.add("iSCSI columns: the server in this process (readahead on top, the default), qemu-img bench over"
                     + " loopback with the same request size and queue depth; target CPU% is this process's CPU over the"
