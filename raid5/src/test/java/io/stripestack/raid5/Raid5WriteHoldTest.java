@@ -101,6 +101,23 @@ class Raid5WriteHoldTest {
         return array.stats().layerCounter(name);
     }
 
+    /** Writes {@code data[start, start + length)} on a pool thread. */
+    private static Future<?> startWrite(ExecutorService pool, Raid5Array array, byte[] data, int start, int length) {
+        return pool.submit(() -> {
+            array.write(start, ByteBuffer.wrap(data, start, length));
+            return null;
+        });
+    }
+
+    /** Like {@link #startWrite}, with member 0's next data write stalled; returns once the write is stalled there. */
+    private static Future<?> startStalledWrite(ExecutorService pool, Raid5Array array, List<GatedDevice> members,
+                                               byte[] data, int start, int length) throws InterruptedException {
+        members.get(0).arm();
+        Future<?> write = startWrite(pool, array, data, start, length);
+        assertTrue(members.get(0).entered.await(10, TimeUnit.SECONDS), "the first write never reached the member");
+        return write;
+    }
+
     private static void awaitCounter(Raid5Array array, String name, long value) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (counter(array, name) < value) {
@@ -147,16 +164,8 @@ class Raid5WriteHoldTest {
             int bStart = ROW;
             int aStart = bStart + bLength;
             int aEnd = (aStart / ROW + 1) * ROW;
-            members.get(0).arm();
-            Future<?> b = pool.submit(() -> {
-                array.write(bStart, ByteBuffer.wrap(data, bStart, bLength));
-                return null;
-            });
-            assertTrue(members.get(0).entered.await(10, TimeUnit.SECONDS), "B's row-1 write never reached the member");
-            Future<?> a = pool.submit(() -> {
-                array.write(aStart, ByteBuffer.wrap(data, aStart, aEnd - aStart));
-                return null;
-            });
+            Future<?> b = startStalledWrite(pool, array, members, data, bStart, bLength);
+            Future<?> a = startWrite(pool, array, data, aStart, aEnd - aStart);
             if (held > 0) {
                 awaitCounter(array, "held_writes", held);
             }
@@ -193,16 +202,8 @@ class Raid5WriteHoldTest {
             array.setWriteHoldNanos(TimeUnit.SECONDS.toNanos(20));
             byte[] data = new byte[ROWS * ROW];
             new Random(9).nextBytes(data);
-            members.get(0).arm();
-            Future<?> p = pool.submit(() -> {
-                array.write(ROW, ByteBuffer.wrap(data, ROW, ROW));
-                return null;
-            });
-            assertTrue(members.get(0).entered.await(10, TimeUnit.SECONDS), "P's write never reached the member");
-            Future<?> a = pool.submit(() -> {
-                array.write(2 * ROW, ByteBuffer.wrap(data, 2 * ROW, ROW / 2));
-                return null;
-            });
+            Future<?> p = startStalledWrite(pool, array, members, data, ROW, ROW);
+            Future<?> a = startWrite(pool, array, data, 2 * ROW, ROW / 2);
             awaitCounter(array, "held_writes", 1);
             members.get(0).release();
             p.get(10, TimeUnit.SECONDS);
@@ -234,12 +235,7 @@ class Raid5WriteHoldTest {
             int bLength = (LATE_ROW - 1) * ROW + ROW / 2;
             int aStart = bStart + bLength;
             int aEnd = (LATE_ROW + 1) * ROW;
-            members.get(0).arm();
-            Future<?> b = pool.submit(() -> {
-                array.write(bStart, ByteBuffer.wrap(data, bStart, bLength));
-                return null;
-            });
-            assertTrue(members.get(0).entered.await(10, TimeUnit.SECONDS), "B's row-1 write never reached the member");
+            Future<?> b = startStalledWrite(pool, array, members, data, bStart, bLength);
             array.write(aStart, ByteBuffer.wrap(data, aStart, aEnd - aStart));
             assertEquals(1, counter(array, "held_writes"));
             assertFalse(b.isDone(), "A completed while B was still stalled");
