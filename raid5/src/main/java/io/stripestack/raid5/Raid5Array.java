@@ -47,14 +47,19 @@ import org.slf4j.LoggerFactory;
  * Any number of threads may call read/write/flush. Rows are hashed onto {@value #SLOTS} write slots.
  * <ul>
  *   <li>Each slot has a queue of pending row writes and at most one <em>owner</em> thread (the caller
- *       whose request reached the idle slot first, or the one the previous owner hands over to). The
- *       owner takes the queued writes for the same row that do not overlap each other (md-style batching:
- *       concurrent writes that together fill a row need no pre-reads), processes them as one row update,
- *       completes them, and hands the slot to the next waiter. An owner whose writes cover the row only
- *       partly may first wait on the slot's monitor (bounded, see {@code worthHolding}) while another
- *       write that will add to the row is in progress; submitters wake it. The slot's queue and owner flag are
- *       guarded by the slot's monitor; the row's cache entry and the owner's per-thread buffers are used
- *       only by the owner.</li>
+ *       whose request reached the idle slot first, or the one the previous owner hands over to). A caller
+ *       queues the rows of its request on their slots together, up to {@link #WRITE_WINDOW_ROWS} at a time,
+ *       and then waits for them ({@code awaitAll}), parked ({@link LockSupport}) until an owner completes
+ *       one of its rows or hands it a slot; it processes every slot handed to it before it parks again, so
+ *       it may own several slots at once. The owner takes the queued writes for the same row that do not
+ *       overlap each other (md-style batching: concurrent writes that together fill a row need no
+ *       pre-reads), processes them as one row update, completes them, and hands the slot to the next
+ *       waiter. An owner whose writes cover the row only partly may first wait on the slot's monitor
+ *       (see {@code worthHolding}: bounded, and only while another caller's write is in progress) for a
+ *       write that will add to the row; submitters wake it. An owner waits for no other slot, so no cycle
+ *       of waits forms. The slot's queue and owner flag are guarded by the slot's monitor (a queued
+ *       write's done and lead flags are volatile, read by its parked caller); the row's cache entry and
+ *       the owner's per-thread buffers are used only by the owner.</li>
  *   <li>Each slot also has a {@link StampedLock}: row updates hold it exclusively only while writing
  *       members; reads hold it shared (for every row they touch, taken in ascending slot order, so no
  *       lock cycle can form). A read therefore sees every block either before or after a racing write,
