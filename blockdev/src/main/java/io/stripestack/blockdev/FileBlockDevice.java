@@ -109,6 +109,17 @@ public final class FileBlockDevice implements BlockDevice {
 
     /** Creates (or truncates/extends) a sparse regular file of {@code size} bytes and opens it. */
     public static FileBlockDevice create(Path path, long size, int blockSize) throws IOException {
+        return create(path, size, blockSize, false);
+    }
+
+    /**
+     * Creates (or truncates/extends) a regular file of {@code size} bytes and opens it. With {@code allocate}
+     * every byte is written (zeros) first, so the file system has given the file all its blocks and a later
+     * write cannot fail for want of space; the file system must have that much free space now, or this fails
+     * naming the file, the space needed and the space free. Without it the file is sparse: blocks are taken
+     * when first written, and a full file system then fails those writes (see {@link #write}).
+     */
+    public static FileBlockDevice create(Path path, long size, int blockSize, boolean allocate) throws IOException {
         if (size <= 0 || size % blockSize != 0) {
             throw new IllegalArgumentException("size " + size + " must be a positive multiple of " + blockSize);
         }
@@ -116,15 +127,51 @@ public final class FileBlockDevice implements BlockDevice {
         if (parent != null) {
             Files.createDirectories(parent);
         }
+        boolean existed = Files.exists(path);
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
                 StandardOpenOption.READ)) {
             if (ch.size() > size) {
                 ch.truncate(size);
+            }
+            if (allocate) {
+                long free = Files.getFileStore(path.toAbsolutePath()).getUsableSpace();
+                if (free < size - ch.size()) {
+                    throw new IOException(path + ": needs " + (size >> 20) + " MiB allocated, but its file system has "
+                            + (free >> 20) + " MiB free; free space there, choose a smaller size, or create the file"
+                            + " sparse (create_sparse: true) knowing that writes will fail once that file system is full");
+                }
+                ByteBuffer zeros = ByteBuffer.allocateDirect(1 << 20);
+                for (long at = 0; at < size; at += zeros.capacity()) {
+                    zeros.clear().limit((int) Math.min(zeros.capacity(), size - at));
+                    while (zeros.hasRemaining()) {
+                        ch.write(zeros, at + zeros.position());
+                    }
+                }
+                ch.force(true);
             } else if (ch.size() < size) {
                 ch.write(ByteBuffer.allocate(1), size - 1);
             }
+        } catch (IOException e) {
+            if (!existed) {
+                Files.deleteIfExists(path);
+            }
+            throw explained(path, e);
         }
         return open(path, blockSize, false, false);
+    }
+
+    /**
+     * {@code e}, or for a full file system an IOException that says so, names the file and what to do: the
+     * JDK reports ENOSPC only as the message "No space left on device".
+     */
+    static IOException explained(Path path, IOException e) {
+        String message = e.getMessage();
+        if (message == null || !message.contains("No space left on device") || message.startsWith(path.toString())) {
+            return e;
+        }
+        return new IOException(path + ": its file system is full (No space left on device); free space there or move"
+                + " the file to a larger one. A sparse file takes its blocks when first written: create members"
+                + " allocated (create_sparse: false, the default) so that writes cannot run out of space", e);
     }
 
     public Path path() {
@@ -297,7 +344,10 @@ public final class FileBlockDevice implements BlockDevice {
             } else {
                 writeFully(offset, src);
             }
-        } catch (IOException | RuntimeException e) {
+        } catch (IOException e) {
+            stats.endFailed(start);
+            throw explained(path, e);
+        } catch (RuntimeException e) {
             stats.endFailed(start);
             throw e;
         } finally {

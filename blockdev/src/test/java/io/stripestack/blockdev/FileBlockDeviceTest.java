@@ -2,7 +2,10 @@ package io.stripestack.blockdev;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
@@ -123,5 +126,55 @@ class FileBlockDeviceTest {
         assertEquals(0, stripe.shiftedBy(192 << 10).alignmentOffset());
         assertEquals(true, stripe.shiftedBy(64 << 10).isMinimumIoAligned());
         assertEquals(false, stripe.shiftedBy(64 << 10).isOptimalIoAligned());
+    }
+
+    /** An allocated file has every block before it is used: the file system reports it fully allocated. */
+    @Test
+    void anAllocatedFileHasAllItsBlocksAndASparseOneDoesNot() throws Exception {
+        long size = 8L << 20;
+        try (FileBlockDevice allocated = FileBlockDevice.create(dir.resolve("allocated.img"), size, 512, true);
+             FileBlockDevice sparse = FileBlockDevice.create(dir.resolve("sparse.img"), size, 512, false)) {
+            assertEquals(size, allocated.size());
+            assertEquals(size, sparse.size());
+            assertTrue(allocatedBytes(dir.resolve("allocated.img")) >= size, "allocated file is sparse");
+            assertTrue(allocatedBytes(dir.resolve("sparse.img")) < size / 2, "sparse file was allocated");
+            byte[] zeros = new byte[4096];
+            byte[] got = new byte[4096];
+            allocated.read(size - 4096, ByteBuffer.wrap(got));
+            assertArrayEquals(zeros, got, "an allocated file reads as zeros");
+        }
+    }
+
+    /** Too little free space for an allocated file: refused before writing, naming the file and the space. */
+    @Test
+    void anAllocatedFileLargerThanTheFreeSpaceIsRefusedUpFront() throws Exception {
+        Path file = dir.resolve("huge.img");
+        long free = java.nio.file.Files.getFileStore(dir).getUsableSpace();
+        long size = (free + (1L << 30)) / 512 * 512;
+        java.io.IOException e = assertThrows(java.io.IOException.class, () -> FileBlockDevice.create(file, size, 512, true));
+        assertTrue(e.getMessage().startsWith(file.toString()) && e.getMessage().contains("MiB free"), e.getMessage());
+        assertFalse(java.nio.file.Files.exists(file), "the refused file was left behind");
+    }
+
+    /** The JDK reports a full file system only as a message: it becomes one that names the file and the fix. */
+    @Test
+    void aFullFileSystemIsExplainedNamingTheFile() {
+        Path file = dir.resolve("member0.img");
+        java.io.IOException enospc = new java.io.IOException("No space left on device");
+        java.io.IOException explained = FileBlockDevice.explained(file, enospc);
+        assertTrue(explained.getMessage().startsWith(file + ": its file system is full"), explained.getMessage());
+        assertTrue(explained.getMessage().contains("create_sparse: false"), explained.getMessage());
+        assertSame(enospc, explained.getCause());
+        java.io.IOException other = new java.io.IOException("Input/output error");
+        assertSame(other, FileBlockDevice.explained(file, other), "other errors pass unchanged");
+    }
+
+    /** Bytes the file system allocated to {@code file} ({@code stat}: blocks times block size). */
+    private static long allocatedBytes(Path file) throws Exception {
+        Process p = new ProcessBuilder("stat", "-c", "%b %B", file.toString()).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.US_ASCII).trim();
+        assertEquals(0, p.waitFor(), out);
+        String[] parts = out.split(" ");
+        return Long.parseLong(parts[0]) * Long.parseLong(parts[1]);
     }
 }

@@ -3,10 +3,14 @@ package io.stripestack.raid5;
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.FileBlockDevice;
 import java.io.IOException;
+import java.nio.file.FileStore;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * Create and assemble arrays whose members are files (or block devices) given by path: what the CLI's
@@ -23,23 +27,62 @@ public final class Raid5Files {
      */
     public static Raid5Array create(List<Path> paths, long memberBytes, Raid5Config config, Raid5Options options)
             throws IOException {
+        return create(paths, memberBytes, config, options, false);
+    }
+
+    /**
+     * As {@link #create(List, long, Raid5Config, Raid5Options)}; with {@code allocate} the member files are
+     * written with zeros first, so their file system cannot run out of space under the array later (see
+     * {@link FileBlockDevice#create(Path, long, int, boolean)}), like md's initial resync writes every member.
+     */
+    public static Raid5Array create(List<Path> paths, long memberBytes, Raid5Config config, Raid5Options options,
+                                    boolean allocate) throws IOException {
         for (Path p : paths) {
             if (Files.exists(p)) {
                 throw new IOException(p + ": already exists; remove it to create a new array there, or assemble "
                         + "the existing array");
             }
         }
+        if (allocate) {
+            requireSpaceForAll(paths, memberBytes);
+        }
         List<BlockDevice> devices = new ArrayList<>();
         try {
             for (Path p : paths) {
-                devices.add(FileBlockDevice.create(p, memberBytes, 512));
+                devices.add(FileBlockDevice.create(p, memberBytes, 512, allocate));
             }
             return Raid5Array.create(devices, config, options, true);
         } catch (IOException | RuntimeException e) {
             for (BlockDevice d : devices) {
                 d.close();
             }
+            // The files are ours (none existed): a half-created array would be taken for a broken one next time.
+            for (Path p : paths) {
+                Files.deleteIfExists(p);
+            }
             throw e;
+        }
+    }
+
+    /** Refuses before writing anything when the members' file systems cannot hold all of them. */
+    private static void requireSpaceForAll(List<Path> paths, long memberBytes) throws IOException {
+        Map<FileStore, Long> needed = new LinkedHashMap<>();
+        Map<FileStore, Path> example = new HashMap<>();
+        for (Path p : paths) {
+            Path dir = p.toAbsolutePath().getParent();
+            Files.createDirectories(dir);
+            FileStore store = Files.getFileStore(dir);
+            needed.merge(store, memberBytes, Long::sum);
+            example.putIfAbsent(store, dir);
+        }
+        for (Map.Entry<FileStore, Long> e : needed.entrySet()) {
+            long free = e.getKey().getUsableSpace();
+            if (free < e.getValue()) {
+                throw new IOException(example.get(e.getKey()) + ": the members there need " + (e.getValue() >> 20)
+                        + " MiB allocated, but its file system has " + (free >> 20) + " MiB free; free space there,"
+                        + " choose a smaller create_member_size, or create the members sparse (create_sparse: true)"
+                        + " knowing that writes will fail once that file system is full");
+            }
         }
     }
 
@@ -50,8 +93,13 @@ public final class Raid5Files {
      * is 0.
      */
     public static void addSpare(Raid5Array array, Path path, long bytes) throws IOException {
+        addSpare(array, path, bytes, false);
+    }
+
+    /** As {@link #addSpare(Raid5Array, Path, long)}; a missing file is created allocated if {@code allocate}. */
+    public static void addSpare(Raid5Array array, Path path, long bytes, boolean allocate) throws IOException {
         BlockDevice device = Files.exists(path) ? FileBlockDevice.open(path, 512, false, false)
-                : FileBlockDevice.create(path, bytes > 0 ? bytes : array.memberBytes(), 512);
+                : FileBlockDevice.create(path, bytes > 0 ? bytes : array.memberBytes(), 512, allocate);
         try {
             array.addSpare(device);
         } catch (IOException | RuntimeException e) {

@@ -2,6 +2,7 @@ package io.stripestack.raid5;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -152,5 +153,22 @@ class Raid5AssembleTest {
                         Raid5Options.defaults().withAllowDegraded(false), false));
         assertTrue(mentions(e.problems(), junk, "no md superblock"), e.getMessage());
         assertThrows(java.io.IOException.class, () -> Raid5Files.create(paths, MEMBER, CONFIG, Raid5Options.defaults()));
+    }
+
+    /** Allocated members that their file system cannot hold are refused before any is written, leaving nothing. */
+    @Test
+    void allocatedMembersTooLargeForTheFileSystemAreRefusedUpFront() throws Exception {
+        List<Path> paths = List.of(dir.resolve("big0.img"), dir.resolve("big1.img"), dir.resolve("big2.img"));
+        long free = Files.getFileStore(dir).getUsableSpace();
+        long member = (free / 2 + (1L << 30)) / 512 * 512;
+        java.io.IOException e = assertThrows(java.io.IOException.class,
+                () -> Raid5Files.create(paths, member, CONFIG, Raid5Options.defaults(), true));
+        assertTrue(e.getMessage().contains("MiB free") && e.getMessage().contains("create_sparse"), e.getMessage());
+        for (Path p : paths) {
+            assertFalse(Files.exists(p), p + " was left behind");
+        }
+        try (Raid5Array array = Raid5Files.create(paths, MEMBER, CONFIG, Raid5Options.defaults(), true)) {
+            assertEquals(MEMBER, Files.size(paths.get(0)));
+        }
     }
 }

@@ -80,6 +80,7 @@ final class IscsiEndToEnd {
                   bench:
                     members: [m0.img%s]
                     create_member_size: %d
+                    create_sparse: true
                     chunk: %d
                 targets:
                   - iqn: %s

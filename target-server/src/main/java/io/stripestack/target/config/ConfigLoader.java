@@ -225,13 +225,14 @@ public final class ConfigLoader {
         String layout = layoutNode == null ? "left-symmetric" : layoutNode.oneOf(LAYOUTS.toArray(new String[0]));
         YamlNode create = n.child("create_member_size");
         long createSize = create == null ? 0 : create.size(1L << 20, 1L << 50);
+        boolean createSparse = boolOr(n.child("create_sparse"), false);
         int stripeCache = intOr(n.child("stripe_cache_size"), 1, 32768, 0);
         boolean checkParity = boolOr(n.child("check_parity_on_reads"), false);
         boolean direct = boolOr(n.child("direct_io"), false);
         boolean startDirtyDegraded = boolOr(n.child("start_dirty_degraded"), false);
         n.rejectUnknownKeys();
         return new ArrayConfig(name, List.copyOf(members), List.copyOf(spares), (int) chunk, layout, createSize,
-                stripeCache, checkParity, direct, startDirtyDegraded);
+                createSparse, stripeCache, checkParity, direct, startDirtyDegraded);
     }
 
     private static TargetConfig target(YamlNode n, Path dataDir, Map<String, ArrayConfig> arrays,

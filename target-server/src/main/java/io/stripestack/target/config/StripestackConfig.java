@@ -33,8 +33,8 @@ public record StripestackConfig(Path file, Path dataDir, ServerConfig server, Ma
      * size when none of them exists yet (the embedded default does this).
      */
     public record ArrayConfig(String name, List<Path> members, List<Path> spares, int chunkBytes, String layout,
-            long createMemberSize, int stripeCacheSize, boolean checkParityOnReads, boolean direct,
-            boolean startDirtyDegraded) {
+            long createMemberSize, boolean createSparse, int stripeCacheSize, boolean checkParityOnReads,
+            boolean direct, boolean startDirtyDegraded) {
     }
 
     public record ChapConfig(String user, char[] secret) {

@@ -57,9 +57,9 @@ final class StackBuilder {
             }
             Raid5Config rc = Raid5Config.defaults(c.name()).withChunk(c.chunkBytes())
                     .withLayout(Raid5Layout.parse(c.layout()));
-            array = Raid5Files.create(members, c.createMemberSize(), rc, options);
-            log.info("array {}: created on {} members of {} (chunk {} KiB, {})", c.name(), members.size(),
-                    c.createMemberSize(), c.chunkBytes() / 1024, c.layout());
+            array = Raid5Files.create(members, c.createMemberSize(), rc, options, !c.createSparse());
+            log.info("array {}: created on {} {} members of {} bytes (chunk {} KiB, {})", c.name(), members.size(),
+                    c.createSparse() ? "sparse" : "allocated", c.createMemberSize(), c.chunkBytes() / 1024, c.layout());
         } else {
             List<Path> present = new ArrayList<>(members);
             c.spares().stream().filter(Files::exists).forEach(present::add);
@@ -72,7 +72,7 @@ final class StackBuilder {
         try {
             for (Path spare : c.spares()) {
                 if (!Files.exists(spare)) {
-                    Raid5Files.addSpare(array, spare, 0);
+                    Raid5Files.addSpare(array, spare, 0, !c.createSparse());
                 }
             }
         } catch (IOException | RuntimeException e) {

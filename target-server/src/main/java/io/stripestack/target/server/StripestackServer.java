@@ -258,7 +258,7 @@ public final class StripestackServer implements Closeable {
         registry.register(name + "/add", action(() -> "", path -> {
             Path spare = config.dataDir().resolve(path.trim());
             try {
-                Raid5Files.addSpare(array, spare, 0);
+                Raid5Files.addSpare(array, spare, 0, !ac.createSparse());
             } catch (IOException e) {
                 throw new IllegalStateException("adding " + spare + " to " + name + ": " + e.getMessage(), e);
             }

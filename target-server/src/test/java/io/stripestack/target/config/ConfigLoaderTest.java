@@ -1,6 +1,7 @@
 package io.stripestack.target.config;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -42,6 +43,14 @@ class ConfigLoaderTest {
                 """);
         assertEquals(Path.of("/srv/data/m0"), c.arrays().get("a").members().get(0));
         assertEquals("left-symmetric", c.arrays().get("a").layout());
+        assertFalse(c.arrays().get("a").createSparse(), "members are created allocated unless create_sparse says so");
+        assertTrue(parse("""
+                arrays:
+                  a: {members: [m0, m1, m2], create_member_size: 8MiB, create_sparse: true}
+                targets:
+                  - iqn: iqn.2026-11.io.example:t
+                    luns: [{lun: 0, array: a}]
+                """).arrays().get("a").createSparse());
         var crypto = c.targets().get(0).luns().get(0).crypto();
         assertEquals("aes-cbc-essiv:sha256", crypto.cipher());
         assertEquals(162, crypto.offsetSectors());
