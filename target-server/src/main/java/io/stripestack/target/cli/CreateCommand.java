@@ -12,8 +12,8 @@ import picocli.CommandLine.Option;
 /** {@code stripestack create [--config FILE]}: create the configuration's arrays without serving them. */
 @Command(name = "create", mixinStandardHelpOptions = true,
         description = {"Create the arrays of a configuration whose member files do not exist yet (like mdadm --create):",
-                "members are created sparse with create_member_size and get md v1.2 superblocks. Existing arrays",
-                "are left alone; 'serve' assembles them."})
+                "members of create_member_size are written with zeros (sparse with create_sparse: true) and get md",
+                "v1.2 superblocks. Existing arrays are left alone; 'serve' assembles them."})
 final class CreateCommand implements Callable<Integer> {
     @Option(names = {"-c", "--config"}, paramLabel = "FILE", description = "the configuration file (default: the embedded default)")
     Path config;
