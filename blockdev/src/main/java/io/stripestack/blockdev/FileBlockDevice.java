@@ -134,12 +134,7 @@ public final class FileBlockDevice implements BlockDevice {
                 ch.truncate(size);
             }
             if (allocate) {
-                long free = Files.getFileStore(path.toAbsolutePath()).getUsableSpace();
-                if (free < size - ch.size()) {
-                    throw new IOException(path + ": needs " + (size >> 20) + " MiB allocated, but its file system has "
-                            + (free >> 20) + " MiB free; free space there, choose a smaller size, or create the file"
-                            + " sparse (create_sparse: true) knowing that writes will fail once that file system is full");
-                }
+                requireFreeSpace(path.toAbsolutePath(), size - ch.size(), path.toString());
                 ByteBuffer zeros = ByteBuffer.allocateDirect(1 << 20);
                 for (long at = 0; at < size; at += zeros.capacity()) {
                     zeros.clear().limit((int) Math.min(zeros.capacity(), size - at));
@@ -158,6 +153,19 @@ public final class FileBlockDevice implements BlockDevice {
             throw explained(path, e);
         }
         return open(path, blockSize, false, false);
+    }
+
+    /**
+     * Fails, naming {@code what}, the bytes needed and the bytes free, unless the file system holding
+     * {@code location} has {@code bytes} free for allocated files.
+     */
+    public static void requireFreeSpace(Path location, long bytes, String what) throws IOException {
+        long free = Files.getFileStore(location).getUsableSpace();
+        if (free < bytes) {
+            throw new IOException(what + ": needs " + (bytes >> 20) + " MiB allocated, but its file system has "
+                    + (free >> 20) + " MiB free; free space there, choose a smaller size, or create the file sparse"
+                    + " (create_sparse: true) knowing that writes will fail once that file system is full");
+        }
     }
 
     /**

@@ -76,13 +76,8 @@ public final class Raid5Files {
             example.putIfAbsent(store, dir);
         }
         for (Map.Entry<FileStore, Long> e : needed.entrySet()) {
-            long free = e.getKey().getUsableSpace();
-            if (free < e.getValue()) {
-                throw new IOException(example.get(e.getKey()) + ": the members there need " + (e.getValue() >> 20)
-                        + " MiB allocated, but its file system has " + (free >> 20) + " MiB free; free space there,"
-                        + " choose a smaller create_member_size, or create the members sparse (create_sparse: true)"
-                        + " knowing that writes will fail once that file system is full");
-            }
+            Path dir = example.get(e.getKey());
+            FileBlockDevice.requireFreeSpace(dir, e.getValue(), "the members in " + dir);
         }
     }
 
