@@ -41,6 +41,8 @@ final class Bhs {
     static final int OFF_LUN = 8;
     static final int OFF_ITT = 16;
     static final int OFF_TTT = 20;
+    /** SCSI Command: Expected Data Transfer Length (the same word as a Data PDU's TTT). */
+    static final int OFF_EXPECTED_LENGTH = 20;
     static final int OFF_CMD_SN = 24;
     static final int OFF_STAT_SN = 24;
     static final int OFF_EXP_STAT_SN = 28;

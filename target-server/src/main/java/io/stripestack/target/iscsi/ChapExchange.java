@@ -18,6 +18,11 @@ import java.util.HexFormat;
 final class ChapExchange {
     static final int ALGORITHM_MD5 = 5;
     static final int ALGORITHM_SHA256 = 7;
+    /**
+     * The shortest challenge of the initiator's that is answered (RFC 7143 section 12.1.3: challenges
+     * must be long enough to be unpredictable): as long as an MD5 digest.
+     */
+    static final int MIN_CHALLENGE_BYTES = 16;
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final HexFormat HEX = HexFormat.of();
 
@@ -68,14 +73,14 @@ final class ChapExchange {
 
     /**
      * The target's answer to the initiator's mutual challenge, as a CHAP_R value, or null when it
-     * must fail: no mutual secret configured, malformed values, or the initiator reflecting the
-     * target's own challenge back.
+     * must fail: no mutual secret configured, malformed values, a challenge shorter than
+     * {@link #MIN_CHALLENGE_BYTES}, or the initiator reflecting the target's own challenge back.
      */
     String mutualResponse(String identifierText, String challengeText) {
         long id = TextParameters.parseNumber(identifierText);
         byte[] initiatorChallenge = decodeBinary(challengeText);
         if (!target.mutualChapConfigured() || id < 0 || id > 255 || initiatorChallenge == null
-                || initiatorChallenge.length == 0 || Arrays.equals(initiatorChallenge, challenge)) {
+                || initiatorChallenge.length < MIN_CHALLENGE_BYTES || Arrays.equals(initiatorChallenge, challenge)) {
             return null;
         }
         return "0x" + HEX.formatHex(digest((int) id, target.mutualChapSecret(), initiatorChallenge));

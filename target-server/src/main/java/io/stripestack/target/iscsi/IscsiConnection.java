@@ -3,6 +3,7 @@ package io.stripestack.target.iscsi;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelPromise;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.EventLoop;
 import io.netty.util.collection.IntObjectHashMap;
@@ -13,9 +14,12 @@ import io.stripestack.target.scsi.ScsiCommandRouter;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
@@ -78,6 +82,8 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     private long isid;
     private boolean fullFeature;
     private ScheduledFuture<?> loginTimer;
+    /** A login request waits for the CHAP failure throttle: nothing else is read meanwhile. */
+    private boolean loginDeferred;
 
     // ---- session
     private NegotiatedParameters params;
@@ -92,6 +98,12 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     private final IntObjectHashMap<IscsiTask> tasksByTtt = new IntObjectHashMap<>();
     private int lastTtt;
     private int executing;
+    /** Immediate commands in {@link #tasksByItt}: the CmdSN window does not bound them, this count does. */
+    private int immediateTasks;
+    /** Data-In bytes this session holds of the server's {@link DataInBudget}. */
+    private long dataInHeld;
+    /** Reads waiting for Data-In room, in arrival order; the socket is not read while any waits. */
+    private final ArrayDeque<IscsiTask> waitingForDataIn = new ArrayDeque<>();
     private int pendingLogoutItt;
     private boolean logoutPending;
     private boolean draining;
@@ -134,6 +146,13 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     @Override
     public void channelActive(ChannelHandlerContext context) {
         server.connections.add(this);
+        if (server.connections.size() > server.settings.maxConnections()) {
+            server.connectionNoise.warn("{}: closed at once: {} connections are served already (server.max_connections)",
+                    remote(), server.settings.maxConnections());
+            closing = true;
+            context.close();
+            return;
+        }
         login = new LoginNegotiator(server.settings, server::target);
         lastReceiveNanos = ctx.executor().ticker().nanoTime();
         long timeoutMillis = server.settings.loginTimeout().toMillis();
@@ -160,6 +179,8 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
             pendingTextResponse.release();
             pendingTextResponse = null;
         }
+        dropWaitingReads();
+        server.dataIn.forget(this);
         List<IscsiTask> tasks = new ArrayList<>(tasksByItt.values());
         for (IscsiTask task : tasks) {
             task.aborted = true;
@@ -184,13 +205,19 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
      */
     @Override
     public void channelWritabilityChanged(ChannelHandlerContext context) {
-        context.channel().config().setAutoRead(context.channel().isWritable());
+        updateAutoRead();
         context.fireChannelWritabilityChanged();
+    }
+
+    /** Reads the socket only while it can take our answers and no read waits for Data-In room. */
+    private void updateAutoRead() {
+        ctx.channel().config().setAutoRead(ctx.channel().isWritable() && waitingForDataIn.isEmpty() && !loginDeferred);
     }
 
     @Override
     public void exceptionCaught(ChannelHandlerContext context, Throwable cause) {
-        log.warn("{}: closing the connection after an error: {}", remote(), cause.toString());
+        // any client can cause these at will (a reset, a malformed stream): they must not flood the log
+        server.connectionNoise.warn("{}: closing the connection after an error: {}", remote(), cause.toString());
         context.close();
     }
 
@@ -282,18 +309,28 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
 
     private void loginPhase(IscsiPdu pdu) {
         ByteBuf h = pdu.header();
+        if (loginDeferred) {
+            // the initiator must wait for the answer to its request before it sends another
+            closing = true;
+            ctx.close();
+            return;
+        }
         if (pdu.rejectReason() != 0 || pdu.opcode() != Bhs.OP_LOGIN_REQUEST) {
-            // RFC 7143 section 6.1: anything but a Login Request during login ends the connection
+            // RFC 7143 section 6.1: anything but a Login Request during login ends the connection; in
+            // the middle of CHAP it is a failed authentication, which the failure throttle counts
             log.info("{}: opcode 0x{} during login; rejecting the login", remote(), Integer.toHexString(pdu.opcode()));
-            sendLoginResponse(h, 0, LoginNegotiator.STATUS_INVALID_DURING_LOGIN, null, 0, 0);
+            boolean inChap = login.awaitsChapResponse();
+            if (inChap) {
+                chapVerdict(true, false);
+            }
+            sendLoginResponse(h, 0, inChap ? LoginNegotiator.STATUS_AUTHENTICATION_FAILURE
+                    : LoginNegotiator.STATUS_INVALID_DURING_LOGIN, null, 0, 0);
             closeAfterFlush();
             return;
         }
         int flags = Bhs.flags(h);
-        boolean transit = (flags & 0x80) != 0;
         boolean continues = (flags & 0x40) != 0;
         int currentStage = (flags >> 2) & 3;
-        int nextStage = flags & 3;
         if (!loginStarted) {
             // first request of the connection: sequence numbers start here
             loginStarted = true;
@@ -325,17 +362,51 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
             sendLoginResponse(h, currentStage << 2, LoginNegotiator.STATUS_SUCCESS, null, currentStage, 0);
             return;
         }
-        Map<String, String> keys = loginText == null ? Map.of() : TextParameters.parse(loginText);
+        Set<String> repeated = new HashSet<>();
+        Map<String, String> keys = loginText == null ? Map.of() : TextParameters.parse(loginText, repeated);
         if (loginText != null) {
             loginText.release();
             loginText = null;
         }
+        if (!repeated.isEmpty()) {
+            // RFC 7143 section 6.2: a key declared twice is a negotiation error
+            refuseLogin(h, login.awaitsChapResponse() ? LoginNegotiator.STATUS_AUTHENTICATION_FAILURE
+                    : LoginNegotiator.STATUS_INITIATOR_ERROR, currentStage, "key declared twice: " + repeated);
+            return;
+        }
+        processLoginRequest(h, keys);
+    }
+
+    /**
+     * Answers one whole login request. A request that answers a CHAP challenge first claims its
+     * turn from the server's failure throttle, and waits (reading nothing) while its source address
+     * or initiator name is penalized for recent failures.
+     */
+    private void processLoginRequest(ByteBuf h, Map<String, String> keys) {
+        int flags = Bhs.flags(h);
+        boolean transit = (flags & 0x80) != 0;
+        int currentStage = (flags >> 2) & 3;
+        int nextStage = flags & 3;
+        boolean verifiesChap = login.awaitsChapResponse();
+        if (verifiesChap) {
+            long wait = server.authFailures.tryClaim(remoteHost(), String.valueOf(login.initiatorName()), System.nanoTime());
+            if (wait > 0) {
+                deferLogin(h.copy(h.readerIndex(), Bhs.LENGTH), keys, wait);
+                return;
+            }
+        }
         LoginNegotiator.Step step = login.process(currentStage, transit, nextStage, h.getByte(3) & 0xff, keys);
+        if (verifiesChap) {
+            chapVerdict(step.failed() || login.chapAuthenticated(), login.chapAuthenticated());
+        }
         if (step.failed()) {
-            log.info("{}: login of {} refused with status 0x{}", remote(), login.initiatorName(),
-                    String.format("%04x", step.status));
-            sendLoginResponse(h, 0, step.status, null, currentStage, 0);
-            closeAfterFlush();
+            refuseLogin(h, step.status, currentStage, null);
+            return;
+        }
+        if (TextParameters.encodedLength(step.keys) > PduDecoder.LOGIN_MAX_DATA_SEGMENT) {
+            // the answer must fit the 8192 bytes an initiator takes during login: only a request
+            // stuffed with keys nobody knows produces more
+            refuseLogin(h, LoginNegotiator.STATUS_INITIATOR_ERROR, currentStage, "answer would exceed 8192 bytes");
             return;
         }
         int responseFlags = (step.transit ? 0x80 : 0) | currentStage << 2 | (step.transit ? step.nextStage : 0);
@@ -349,6 +420,41 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
             decoder.enableDigests(params.headerDigest, params.dataDigest);
             decoder.maxDataSegmentLength(params.targetMaxRecvDataSegmentLength);
         }
+    }
+
+    private void refuseLogin(ByteBuf h, int status, int currentStage, String why) {
+        log.info("{}: login of {} refused with status 0x{}{}", remote(), login.initiatorName(),
+                String.format("%04x", status), why == null ? "" : " (" + why + ")");
+        sendLoginResponse(h, 0, status, null, currentStage, 0);
+        closeAfterFlush();
+    }
+
+    private void deferLogin(ByteBuf header, Map<String, String> keys, long waitNanos) {
+        loginDeferred = true;
+        updateAutoRead();
+        ctx.executor().schedule(() -> {
+            loginDeferred = false;
+            try {
+                if (ctx.channel().isActive() && !closing) {
+                    updateAutoRead();
+                    processLoginRequest(header, keys);
+                    ctx.flush();
+                }
+            } finally {
+                header.release();
+            }
+        }, waitNanos, TimeUnit.NANOSECONDS);
+    }
+
+    private void chapVerdict(boolean verified, boolean succeeded) {
+        server.authFailures.verdict(remoteHost(), String.valueOf(login.initiatorName()), verified, succeeded,
+                System.nanoTime());
+    }
+
+    private String remoteHost() {
+        SocketAddress address = remote();
+        return address instanceof InetSocketAddress
+                ? ((InetSocketAddress) address).getAddress().getHostAddress() : String.valueOf(address);
     }
 
     private void enterFullFeature() {
@@ -460,7 +566,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         boolean immediate = Bhs.immediate(h);
         int flags = Bhs.flags(h);
         int itt = Bhs.itt(h);
-        int edtl = h.getInt(20);
+        int edtl = h.getInt(Bhs.OFF_EXPECTED_LENGTH);
         boolean readBit = (flags & 0x40) != 0;
         boolean writeBit = (flags & 0x20) != 0;
         int immediateLength = data.readableBytes();
@@ -472,6 +578,11 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         if (tasksByItt.containsKey(itt)) {
             retire(immediate);
             sendReject(h, Bhs.REJECT_TASK_IN_PROGRESS);
+            return;
+        }
+        if (immediate && immediateTasks >= server.settings.queueDepth()) {
+            // the CmdSN window does not bound immediate commands: as many as the window holds, no more
+            sendStatusOnly(h, ScsiCommand.TASK_SET_FULL);
             return;
         }
         if (edtl < 0 || writeBit && edtl > MAX_WRITE_TRANSFER
@@ -492,6 +603,9 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         IscsiTask task = new IscsiTask(this, itt, ttt, Bhs.lunField(h), cdb, edtl, readBit, writeBit, flags & 0x07,
                 Bhs.cmdSn(h), immediate);
         tasksByItt.put(itt, task);
+        if (immediate) {
+            immediateTasks++;
+        }
         if (!expectsData) {
             dispatch(task);
             return;
@@ -500,7 +614,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         boolean finalBit = (flags & Bhs.FINAL_BIT) != 0;
         int firstBurst = Math.min(params.firstBurstLength, edtl);
         task.unsolicitedPending = !finalBit && !params.initialR2T && immediateLength < firstBurst;
-        task.bytesReceived = immediateLength;
+        task.dataEnd = immediateLength;
         task.nextR2tOffset = immediateLength;
         int unsolicitedLength = task.unsolicitedPending ? firstBurst : immediateLength;
         WriteBufferBudget budget = server.writeBuffers;
@@ -528,9 +642,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     }
 
     private ByteBuf newWriteBuffer(int length) {
-        ByteBuf buffer = ctx.alloc().directBuffer(length, length);
-        buffer.writerIndex(length);
-        return buffer;
+        return WriteBuffers.allocate(ctx.alloc(), length);
     }
 
     /** Any thread: the budget granted a queued task its buffer; the write continues on the event loop. */
@@ -603,37 +715,58 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         }
         int offset = h.getInt(Bhs.OFF_BUFFER_OFFSET);
         int length = data.readableBytes();
+        int end = offset + length;
         boolean unsolicited = ttt == Bhs.RESERVED_TAG;
+        boolean finalBit = Bhs.finalBit(h);
         if (task.itt != Bhs.itt(h) || offset < 0 || (long) offset + length > task.expectedTransferLength
-                || unsolicited && (!task.unsolicitedPending || (long) offset + length > params.firstBurstLength)
-                || !unsolicited && task.r2tSn == 0) {
-            // unsolicited beyond the first burst, or solicited data before any R2T asked for it
+                || unsolicited && (!task.unsolicitedPending || end > params.firstBurstLength)
+                || !unsolicited && (task.outstandingR2ts == 0 || end > task.nextR2tOffset)) {
+            // outside the buffer, unsolicited beyond the first burst, or solicited data no R2T asked for
+            dataPhaseError(task, "Data-Out outside what the command allows", offset, length);
             sendReject(h, Bhs.REJECT_PROTOCOL_ERROR);
             return;
         }
-        if (h.getInt(Bhs.OFF_DATA_SN) != task.expectedDataSn && !task.dataSequenceError) {
+        if (h.getInt(Bhs.OFF_DATA_SN) != task.expectedDataSn) {
             // ErrorRecoveryLevel 0 cannot ask for the PDU again: the command fails, the session lives on
-            log.info("{}: Data-Out DataSN {} where {} was due (ITT 0x{}); the command will fail", remote(),
-                    h.getInt(Bhs.OFF_DATA_SN), task.expectedDataSn, Integer.toHexString(task.itt));
-            task.dataSequenceError = true;
+            dataPhaseError(task, "Data-Out DataSN " + h.getInt(Bhs.OFF_DATA_SN) + " where " + task.expectedDataSn
+                    + " was due", offset, length);
         }
-        if (task.dataOut != null) {
-            // a command refused TASK SET FULL has no buffer: its unsolicited data is only counted
-            task.dataOut.setBytes(offset, data, data.readerIndex(), length);
+        if (offset != task.dataEnd) {
+            dataPhaseError(task, "Data-Out out of order: " + task.dataEnd + " was due", offset, length);
+        } else if (!unsolicited && finalBit != (end == task.burstEnd(offset, params.maxBurstLength))) {
+            dataPhaseError(task, "Data-Out F bit not at the end of its R2T burst", offset, length);
         }
-        task.bytesReceived += length;
+        if (!task.dataPhaseError) {
+            if (task.dataOut != null) {
+                // a command refused TASK SET FULL has no buffer: its unsolicited data is only counted
+                task.dataOut.setBytes(offset, data, data.readerIndex(), length);
+            }
+            task.dataEnd = end;
+        }
         task.lastDataOutNanos = lastReceiveNanos;
         task.expectedDataSn++;
-        if (Bhs.finalBit(h)) {
+        if (finalBit) {
             task.expectedDataSn = 0;
             if (unsolicited) {
                 task.unsolicitedPending = false;
-                task.nextR2tOffset = Math.max(task.nextR2tOffset, offset + length);
-            } else if (task.outstandingR2ts > 0) {
+                task.nextR2tOffset = Math.max(task.nextR2tOffset, end);
+            } else {
                 task.outstandingR2ts--;
             }
         }
         continueWrite(task);
+    }
+
+    /**
+     * The command's data did not arrive exactly as negotiated. ErrorRecoveryLevel 0 cannot ask for it
+     * again: the data phase runs to its end and the command is answered DATA PHASE ERROR, never run.
+     */
+    private void dataPhaseError(IscsiTask task, String what, int offset, int length) {
+        if (!task.dataPhaseError) {
+            log.info("{}: {} (ITT 0x{}, offset {}, length {}); the command will fail", remote(), what,
+                    Integer.toHexString(task.itt), offset, length);
+            task.dataPhaseError = true;
+        }
     }
 
     /** Issues R2Ts while the window allows, or dispatches the command once every byte is in. */
@@ -641,9 +774,12 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         if (task.unsolicitedPending || task.waitingForBudget) {
             return;
         }
-        if (task.refusedForBudget || task.allDataReceived()) {
+        if (task.refusedForBudget || task.dataPhaseOver()) {
             dispatch(task);
             return;
+        }
+        if (task.firstR2tOffset < 0) {
+            task.firstR2tOffset = task.nextR2tOffset;
         }
         while (task.outstandingR2ts < params.maxOutstandingR2T && task.nextR2tOffset < task.expectedTransferLength) {
             int length = Math.min(params.maxBurstLength, task.expectedTransferLength - task.nextR2tOffset);
@@ -673,8 +809,11 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
                 task.writeBit, task.taskAttribute, task.dataOut, ctx.alloc());
         task.state = IscsiTask.State.EXECUTING;
         executing++;
-        if (task.dataSequenceError || task.refusedForBudget) {
-            if (task.dataSequenceError) {
+        if (task.dataOut != null && task.dataEnd != task.expectedTransferLength) {
+            dataPhaseError(task, "write data incomplete at the end of its data phase", task.dataEnd, 0);
+        }
+        if (task.dataPhaseError || task.refusedForBudget) {
+            if (task.dataPhaseError) {
                 // the data cannot be trusted: never executed, answered ABORTED COMMAND / DATA PHASE ERROR
                 task.command.checkCondition(DATA_PHASE_ERROR_SENSE.clone());
             } else {
@@ -684,12 +823,75 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
             taskExecuted(task);
             return;
         }
+        if (task.readBit && task.expectedTransferLength > 0
+                && (!waitingForDataIn.isEmpty() || !reserveDataIn(task))) {
+            waitingForDataIn.add(task);
+            updateAutoRead();
+            return;
+        }
+        execute(task);
+    }
+
+    private void execute(IscsiTask task) {
         try {
             server.ioExecutor.execute(task);
         } catch (RejectedExecutionException e) {
             task.command.completeWithStatus(ScsiCommand.BUSY);
             task.state = IscsiTask.State.DONE;
             taskExecuted(task);
+        }
+    }
+
+    /** Holds the read's Expected Data Transfer Length of the Data-In budget until its data is on the socket. */
+    private boolean reserveDataIn(IscsiTask task) {
+        if (!server.dataIn.tryReserve(this, dataInHeld, task.expectedTransferLength)) {
+            return false;
+        }
+        dataInHeld += task.expectedTransferLength;
+        task.dataInHeld = task.expectedTransferLength;
+        return true;
+    }
+
+    /** Returns a task's Data-In bytes; then reads waiting here may go. */
+    private void releaseDataIn(IscsiTask task) {
+        int bytes = task.dataInHeld;
+        if (bytes == 0) {
+            return;
+        }
+        task.dataInHeld = 0;
+        dataInHeld -= bytes;
+        server.dataIn.release(bytes);
+        startWaitingReads();
+    }
+
+    /** Any thread: the server-wide Data-In budget has room again. */
+    void dataInBudgetReturned() {
+        try {
+            eventLoop().execute(this::startWaitingReads);
+        } catch (RejectedExecutionException e) {
+            // the event loop is shutting down: nothing waits any more
+        }
+    }
+
+    private void startWaitingReads() {
+        while (!waitingForDataIn.isEmpty() && ctx.channel().isActive()) {
+            if (!reserveDataIn(waitingForDataIn.peek())) {
+                break;
+            }
+            execute(waitingForDataIn.poll());
+        }
+        updateAutoRead();
+    }
+
+    /** Reads that never started: they end without an answer (logout, connection loss). */
+    private void dropWaitingReads() {
+        IscsiTask task;
+        while ((task = waitingForDataIn.poll()) != null) {
+            task.aborted = true;
+            executing--;
+            forget(task);
+            retire(task.immediate);
+            task.releaseBuffers();
         }
     }
 
@@ -700,6 +902,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         retire(task.immediate);
         if (task.aborted || !ctx.channel().isActive()) {
             task.releaseBuffers();
+            releaseDataIn(task);
         } else {
             sendResult(task);
             task.releaseBuffers();
@@ -715,7 +918,9 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     }
 
     private void forget(IscsiTask task) {
-        tasksByItt.remove(task.itt);
+        if (tasksByItt.remove(task.itt) != null && task.immediate) {
+            immediateTasks--;
+        }
         if (task.targetTransferTag != Bhs.RESERVED_TAG) {
             tasksByTtt.remove(task.targetTransferTag);
         }
@@ -773,7 +978,8 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
             h.setInt(Bhs.OFF_MAX_CMD_SN, maxCmdSn);
             h.setInt(Bhs.OFF_DATA_SN, dataSn++);
             h.setInt(Bhs.OFF_BUFFER_OFFSET, offset);
-            ctx.write(IscsiPdu.of(h, dataIn.retainedSlice(dataIn.readerIndex() + offset, length)), ctx.voidPromise());
+            ChannelPromise promise = last && collapse ? lastWritePromise(task) : ctx.voidPromise();
+            ctx.write(IscsiPdu.of(h, dataIn.retainedSlice(dataIn.readerIndex() + offset, length)), promise);
             offset += length;
         }
         if (collapse) {
@@ -795,7 +1001,34 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         h.setInt(Bhs.OFF_MAX_CMD_SN, maxCmdSn);
         h.setInt(Bhs.OFF_DATA_SN, task.readBit ? dataSn : task.r2tSn);
         h.setInt(Bhs.OFF_RESIDUAL, residualCount);
-        ctx.write(IscsiPdu.of(h, senseData), ctx.voidPromise());
+        ctx.write(IscsiPdu.of(h, senseData), lastWritePromise(task));
+    }
+
+    /**
+     * The promise of a command's last PDU: once it is written (or the connection failed it), every
+     * Data-In of the command has left, so its bytes return to the Data-In budget.
+     */
+    private ChannelPromise lastWritePromise(IscsiTask task) {
+        if (task.dataInHeld == 0) {
+            return ctx.voidPromise();
+        }
+        ChannelPromise promise = ctx.newPromise();
+        promise.addListener(written -> releaseDataIn(task));
+        return promise;
+    }
+
+    /** A SCSI Response with only a status, for a command that is answered without ever becoming a task. */
+    private void sendStatusOnly(ByteBuf request, int status) {
+        ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
+        int edtl = request.getInt(Bhs.OFF_EXPECTED_LENGTH);
+        Bhs.begin(h, Bhs.OP_SCSI_RESPONSE, Bhs.FINAL_BIT | (edtl > 0 ? RESIDUAL_UNDERFLOW : 0), 0);
+        h.setByte(3, status);
+        h.setInt(Bhs.OFF_ITT, Bhs.itt(request));
+        h.setInt(Bhs.OFF_STAT_SN, statSn++);
+        h.setInt(Bhs.OFF_EXP_CMD_SN, expCmdSn);
+        h.setInt(Bhs.OFF_MAX_CMD_SN, maxCmdSn);
+        h.setInt(Bhs.OFF_RESIDUAL, Math.max(edtl, 0));
+        ctx.write(IscsiPdu.of(h, null), ctx.voidPromise());
     }
 
     // ------------------------------------------------------------------ NOP
@@ -926,7 +1159,12 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
             return;
         }
         task.aborted = true;
-        if (task.state == IscsiTask.State.COLLECTING_DATA) {
+        boolean waitingRead = waitingForDataIn.remove(task);
+        if (task.state == IscsiTask.State.COLLECTING_DATA || waitingRead) {
+            if (waitingRead) {
+                executing--;
+                updateAutoRead();
+            }
             forget(task);
             retire(task.immediate);
             task.releaseBuffers();
@@ -1091,6 +1329,8 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
             return;
         }
         logoutPending = true;
+        dropWaitingReads();
+        updateAutoRead();
         // commands still waiting for Data-Out can never complete now
         for (IscsiTask task : new ArrayList<>(tasksByItt.values())) {
             if (task.state == IscsiTask.State.COLLECTING_DATA) {

@@ -19,6 +19,10 @@ public final class IscsiServerSettings {
     public static final long MIN_WRITE_BUFFER_BUDGET = 64L << 10;
     /** Largest {@link #writeBufferBudget()}: 64 GiB. */
     public static final long MAX_WRITE_BUFFER_BUDGET = 1L << 36;
+    /** Default {@link #dataInBudget()}: 256 MiB. */
+    public static final long DEFAULT_DATA_IN_BUDGET = 256L << 20;
+    /** Default {@link #dataInPerSession()}: 32 MiB. */
+    public static final long DEFAULT_DATA_IN_PER_SESSION = 32L << 20;
     private final List<InetSocketAddress> bindAddresses;
     private final List<String> portalAddresses;
     private final int targetPortalGroupTag;
@@ -30,6 +34,10 @@ public final class IscsiServerSettings {
     private final int maxOutstandingR2T;
     private final int queueDepth;
     private final long writeBufferBudget;
+    private final long dataInBudget;
+    private final long dataInPerSession;
+    private final int maxConnections;
+    private final Duration authFailureDelay;
     private final Duration nopInInterval;
     private final Duration loginTimeout;
     private final Duration drainTimeout;
@@ -48,6 +56,10 @@ public final class IscsiServerSettings {
         this.maxOutstandingR2T = b.maxOutstandingR2T;
         this.queueDepth = b.queueDepth;
         this.writeBufferBudget = b.writeBufferBudget;
+        this.dataInBudget = b.dataInBudget;
+        this.dataInPerSession = b.dataInPerSession;
+        this.maxConnections = b.maxConnections;
+        this.authFailureDelay = b.authFailureDelay;
         this.nopInInterval = b.nopInInterval;
         this.loginTimeout = b.loginTimeout;
         this.drainTimeout = b.drainTimeout;
@@ -82,6 +94,21 @@ public final class IscsiServerSettings {
      */
     public long writeBufferBudget() { return writeBufferBudget; }
     /**
+     * Bytes of Data-In all sessions may hold at once, from a read's dispatch until its last Data-In
+     * PDU is written to the socket; a read beyond it waits (and its connection stops reading) until
+     * an initiator takes its data. One read always fits when nothing is held.
+     */
+    public long dataInBudget() { return dataInBudget; }
+    /** The share of {@link #dataInBudget()} one session may hold, so a slow reader cannot take it all. */
+    public long dataInPerSession() { return dataInPerSession; }
+    /** TCP connections served at once (logging in or logged in); one more is closed at once. */
+    public int maxConnections() { return maxConnections; }
+    /**
+     * The answer to a failed CHAP login waits this long, doubled for each further failure of the
+     * same source address or initiator name (up to a minute); zero disables the delay.
+     */
+    public Duration authFailureDelay() { return authFailureDelay; }
+    /**
      * How long a connection may stay silent before the target pings it, and how long a write may
      * leave an R2T unanswered before the connection is closed; zero disables both.
      */
@@ -105,6 +132,10 @@ public final class IscsiServerSettings {
         private int maxOutstandingR2T = 4;
         private int queueDepth = 128;
         private long writeBufferBudget = DEFAULT_WRITE_BUFFER_BUDGET;
+        private long dataInBudget = DEFAULT_DATA_IN_BUDGET;
+        private long dataInPerSession = DEFAULT_DATA_IN_PER_SESSION;
+        private int maxConnections = 256;
+        private Duration authFailureDelay = Duration.ofSeconds(1);
         private Duration nopInInterval = Duration.ofSeconds(30);
         private Duration loginTimeout = Duration.ofSeconds(15);
         private Duration drainTimeout = Duration.ofSeconds(10);
@@ -144,6 +175,14 @@ public final class IscsiServerSettings {
         public Builder queueDepth(int commands) { this.queueDepth = commands; return this; }
         /** Write buffer budget of the whole server, 64 KiB..64 GiB in bytes (default 256 MiB). */
         public Builder writeBufferBudget(long bytes) { this.writeBufferBudget = bytes; return this; }
+        /** Data-In budget of the whole server, 64 KiB..64 GiB in bytes (default 256 MiB). */
+        public Builder dataInBudget(long bytes) { this.dataInBudget = bytes; return this; }
+        /** Data-In one session may hold, 64 KiB..dataInBudget in bytes (default 32 MiB). */
+        public Builder dataInPerSession(long bytes) { this.dataInPerSession = bytes; return this; }
+        /** TCP connections at once, 1..65536 (default 256). */
+        public Builder maxConnections(int connections) { this.maxConnections = connections; return this; }
+        /** First delay of a failed CHAP login's answer (default 1 s; zero disables). */
+        public Builder authFailureDelay(Duration delay) { this.authFailureDelay = Objects.requireNonNull(delay); return this; }
         /** Idle time before a NOP-In ping (default 30 s; zero disables; a second silent interval drops the connection). */
         public Builder nopInInterval(Duration interval) { this.nopInInterval = Objects.requireNonNull(interval); return this; }
         /** Time allowed from TCP connect to full feature phase (default 15 s). */
@@ -166,6 +205,13 @@ public final class IscsiServerSettings {
             requireRange("maxOutstandingR2T", maxOutstandingR2T, 1, 65535);
             requireRange("queueDepth", queueDepth, 1, 65536);
             requireRange("writeBufferBudget", writeBufferBudget, MIN_WRITE_BUFFER_BUDGET, MAX_WRITE_BUFFER_BUDGET);
+            requireRange("dataInBudget", dataInBudget, MIN_WRITE_BUFFER_BUDGET, MAX_WRITE_BUFFER_BUDGET);
+            requireRange("dataInPerSession", dataInPerSession, MIN_WRITE_BUFFER_BUDGET, dataInBudget);
+            requireRange("maxConnections", maxConnections, 1, 65536);
+            if (authFailureDelay.isNegative() || authFailureDelay.compareTo(Duration.ofMinutes(1)) > 0) {
+                throw new IllegalArgumentException("iSCSI setting authFailureDelay = " + authFailureDelay
+                        + " is out of range: use 0 to 60 seconds");
+            }
             if (nopInInterval.isNegative() || loginTimeout.isNegative() || loginTimeout.isZero() || drainTimeout.isNegative()) {
                 throw new IllegalArgumentException("iSCSI settings: nopInInterval and drainTimeout must be >= 0 and loginTimeout > 0");
             }

@@ -54,18 +54,31 @@ final class IscsiTask implements Runnable {
     int unsolicitedHeld;
     /** In the budget's queue (guarded by the budget's monitor). */
     boolean queuedForBudget;
-    int bytesReceived;
+    /**
+     * Bytes [0, dataEnd) of the buffer arrived, each once and in order (DataPDUInOrder and
+     * DataSequenceInOrder are always Yes): only a command whose dataEnd reaches its Expected Data
+     * Transfer Length ever runs, so no buffer byte the initiator did not send reaches a LUN.
+     */
+    int dataEnd;
     /** True until the initiator ended the unsolicited Data-Out sequence (F bit). */
     boolean unsolicitedPending;
+    /** Where the next R2T will ask for data; every byte below it has been asked for or sent unsolicited. */
     int nextR2tOffset;
+    /** Buffer offset of the first R2T's burst, -1 before it; each later burst follows the one before. */
+    int firstR2tOffset = -1;
     int outstandingR2ts;
     /** Ticker time of the latest R2T sent or Data-Out received (a stalled write ends the connection). */
     long lastDataOutNanos;
     int r2tSn;
     /** DataSN the next Data-Out must carry: counts within each sequence (unsolicited burst or R2T). */
     int expectedDataSn;
-    /** A Data-Out arrived with the wrong DataSN: the command is answered with an error, never executed. */
-    boolean dataSequenceError;
+    /**
+     * A Data-Out arrived out of order (DataSN, buffer offset, burst boundary): the command is answered
+     * ABORTED COMMAND / DATA PHASE ERROR once its data phase ends, and never executed.
+     */
+    boolean dataPhaseError;
+    /** Bytes this read holds of the Data-In budget, from its dispatch until its last PDU is written. */
+    int dataInHeld;
     /** Set by task management: the response is suppressed, buffers released. */
     boolean aborted;
     /** Task management requests waiting for this task to end. */
@@ -89,8 +102,15 @@ final class IscsiTask implements Runnable {
         this.immediate = immediate;
     }
 
-    boolean allDataReceived() {
-        return dataOut == null || bytesReceived >= expectedTransferLength && outstandingR2ts == 0;
+    /** Nothing more can arrive: no unsolicited burst open, no R2T unanswered, nothing left to ask for. */
+    boolean dataPhaseOver() {
+        return !unsolicitedPending && outstandingR2ts == 0 && nextR2tOffset >= expectedTransferLength;
+    }
+
+    /** The end of the R2T burst that holds {@code offset}: bursts of MaxBurstLength from the first R2T's offset. */
+    int burstEnd(int offset, int maxBurstLength) {
+        long end = firstR2tOffset + ((long) (offset - firstR2tOffset) / maxBurstLength + 1) * maxBurstLength;
+        return (int) Math.min(end, expectedTransferLength);
     }
 
     /** Runs once on the worker (executes the command), then once on the event loop (completes it). */

@@ -29,6 +29,14 @@ final class LoginNegotiator {
     static final int STATUS_SESSION_DOES_NOT_EXIST = 0x020a;
     static final int STATUS_INVALID_DURING_LOGIN = 0x020b;
 
+    /** RFC 7143 section 4.2.7.1: an iSCSI name is at most 223 bytes. */
+    static final int MAX_NAME_BYTES = 223;
+    /** RFC 7143 section 6.1: key names are at most 63 bytes, simple values at most 255. */
+    static final int MAX_KEY_BYTES = 63;
+    static final int MAX_VALUE_BYTES = 255;
+    /** CHAP challenges and responses are binary values: 1024 bytes at most, hex-encoded here. */
+    static final int MAX_CHAP_VALUE_BYTES = 2 + 2 * 1024;
+
     private static final String IRRELEVANT = "Irrelevant";
     private static final String REJECT = "Reject";
     private static final String NOT_UNDERSTOOD = "NotUnderstood";
@@ -70,6 +78,8 @@ final class LoginNegotiator {
     private AuthState auth = AuthState.NOT_STARTED;
     private ChapExchange chap;
     private boolean maxRecvDeclared;
+    /** Every key the initiator has sent in this login, with its first value: each may come once only. */
+    private final Map<String, String> declared = new java.util.HashMap<>();
 
     LoginNegotiator(IscsiServerSettings settings, Function<String, IscsiTargetDefinition> targets) {
         this.settings = settings;
@@ -82,6 +92,10 @@ final class LoginNegotiator {
     /** The target logged in to; null for a discovery session. */
     IscsiTargetDefinition target() { return target; }
     String initiatorName() { return initiatorName; }
+    /** The next request must carry the initiator's CHAP response (CHAP_N, CHAP_R). */
+    boolean awaitsChapResponse() { return auth == AuthState.CHAP_WAIT_RESPONSE; }
+    /** The initiator proved its CHAP secret (true only after a CHAP exchange). */
+    boolean chapAuthenticated() { return chap != null && auth == AuthState.DONE; }
 
     /**
      * Processes one complete login request (continuations already joined).
@@ -92,6 +106,10 @@ final class LoginNegotiator {
         Map<String, String> response = new LinkedHashMap<>();
         if (versionMin > 0) {
             return fail(STATUS_UNSUPPORTED_VERSION);
+        }
+        int declaration = checkDeclarations(keys);
+        if (declaration != STATUS_SUCCESS) {
+            return fail(declaration);
         }
         if (currentStage != STAGE_SECURITY && currentStage != STAGE_OPERATIONAL
                 || currentStage < stage
@@ -154,6 +172,32 @@ final class LoginNegotiator {
         return auth == AuthState.DONE || auth == AuthState.NONE_CHOSEN;
     }
 
+    /**
+     * RFC 7143 sections 6.1 and 6.2: keys and values within their lengths, and no key declared twice
+     * in one login (a failure in the CHAP exchange is an authentication failure). The names the
+     * first request identified with may be repeated unchanged, as libiscsi does after CHAP.
+     */
+    private int checkDeclarations(Map<String, String> keys) {
+        for (Map.Entry<String, String> e : keys.entrySet()) {
+            String key = e.getKey();
+            String value = e.getValue();
+            boolean chapValue = key.equals("CHAP_R") || key.equals("CHAP_C");
+            if (utf8Length(key) > MAX_KEY_BYTES
+                    || utf8Length(value) > (chapValue ? MAX_CHAP_VALUE_BYTES : MAX_VALUE_BYTES)) {
+                return key.startsWith("CHAP_") ? STATUS_AUTHENTICATION_FAILURE : STATUS_INITIATOR_ERROR;
+            }
+            String earlier = declared.putIfAbsent(key, value);
+            if (earlier != null && !(isDeclarationHandledByIdentify(key) && earlier.equals(value))) {
+                return key.startsWith("CHAP_") ? STATUS_AUTHENTICATION_FAILURE : STATUS_INITIATOR_ERROR;
+            }
+        }
+        return STATUS_SUCCESS;
+    }
+
+    private static int utf8Length(String text) {
+        return text.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
+    }
+
     private static Step fail(int status) {
         return new Step(status, Map.of(), false, STAGE_SECURITY);
     }
@@ -163,6 +207,9 @@ final class LoginNegotiator {
         initiatorName = keys.get("InitiatorName");
         if (initiatorName == null || initiatorName.isEmpty()) {
             return STATUS_MISSING_PARAMETER;
+        }
+        if (utf8Length(initiatorName) > MAX_NAME_BYTES) {
+            return STATUS_INITIATOR_ERROR;
         }
         String sessionType = keys.getOrDefault("SessionType", "Normal");
         if ("Discovery".equals(sessionType)) {
@@ -175,6 +222,9 @@ final class LoginNegotiator {
         String targetName = keys.get("TargetName");
         if (targetName == null || targetName.isEmpty()) {
             return STATUS_MISSING_PARAMETER;
+        }
+        if (utf8Length(targetName) > MAX_NAME_BYTES) {
+            return STATUS_INITIATOR_ERROR;
         }
         target = targets.apply(targetName);
         if (target == null) {

@@ -4,6 +4,7 @@ import io.netty.buffer.ByteBuf;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * The key=value text format of login and text PDUs (RFC 7143 section 6.1): UTF-8 pairs, each
@@ -14,10 +15,15 @@ final class TextParameters {
     }
 
     /**
-     * Parses pairs in order of appearance. A pair without '=' is kept with an empty value name so
-     * the negotiator can answer it; a key repeated keeps its last value.
+     * Parses pairs in order of appearance. A pair without '=' is kept with an empty value so the
+     * negotiator can answer it; a key repeated keeps its last value.
      */
     static Map<String, String> parse(ByteBuf data) {
+        return parse(data, null);
+    }
+
+    /** As {@link #parse(ByteBuf)}, adding every key that appears more than once to {@code repeated}. */
+    static Map<String, String> parse(ByteBuf data, Set<String> repeated) {
         Map<String, String> pairs = new LinkedHashMap<>();
         int index = data.readerIndex();
         int end = data.writerIndex();
@@ -27,15 +33,24 @@ final class TextParameters {
             if (pairEnd > index) {
                 String pair = data.toString(index, pairEnd - index, StandardCharsets.UTF_8);
                 int eq = pair.indexOf('=');
-                if (eq < 0) {
-                    pairs.put(pair, "");
-                } else {
-                    pairs.put(pair.substring(0, eq), pair.substring(eq + 1));
+                String key = eq < 0 ? pair : pair.substring(0, eq);
+                if (pairs.put(key, eq < 0 ? "" : pair.substring(eq + 1)) != null && repeated != null) {
+                    repeated.add(key);
                 }
             }
             index = pairEnd + 1;
         }
         return pairs;
+    }
+
+    /** The bytes {@link #write} produces for {@code pairs}. */
+    static int encodedLength(Map<String, String> pairs) {
+        int length = 0;
+        for (Map.Entry<String, String> e : pairs.entrySet()) {
+            length += e.getKey().getBytes(StandardCharsets.UTF_8).length + 1
+                    + e.getValue().getBytes(StandardCharsets.UTF_8).length + 1;
+        }
+        return length;
     }
 
     /** Appends the pairs, each NUL-terminated, to {@code out}. */
