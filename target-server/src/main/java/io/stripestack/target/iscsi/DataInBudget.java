@@ -73,16 +73,7 @@ final class DataInBudget {
         waiting.remove(connection);
     }
 
-    synchronized long held() {
-        return held;
-    }
-
-    synchronized long peak() {
-        return peak;
-    }
-
-    /** Reads that had to wait for room, since start. */
-    synchronized long waits() {
-        return waits;
+    synchronized DataInStats stats() {
+        return new DataInStats(budget, perSession, held, peak, waits);
     }
 }

@@ -137,6 +137,11 @@ public final class IscsiServer implements AutoCloseable {
         return context.writeBuffers.stats();
     }
 
+    /** The Data-In budget's current use and counters (see {@link IscsiServerSettings#dataInBudget()}). */
+    public DataInStats dataInStats() {
+        return context.dataIn.stats();
+    }
+
     /**
      * Graceful stop: closes the listeners, lets executing commands answer (up to the drain timeout),
      * closes every connection and stops the event loops. Idempotent.
