@@ -1,20 +1,36 @@
 package io.stripestack.target.control;
 
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioServerDomainSocketChannel;
+import io.netty.handler.codec.LineBasedFrameDecoder;
+import io.netty.handler.codec.TooLongFrameException;
+import io.netty.handler.codec.string.StringDecoder;
 import java.io.BufferedReader;
 import java.io.Closeable;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
-import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.channels.Channels;
-import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -25,29 +41,59 @@ import org.slf4j.LoggerFactory;
  * {@code list [PREFIX]}, {@code get PATH}, {@code set PATH VALUE}, {@code status}, {@code metrics}. The answer is
  * the result lines followed by {@code OK}, or one line {@code ERR message}.
  *
- * <p>Threads: one acceptor thread; each connection is served on a short-lived daemon thread (admin
- * traffic is rare and tiny). All state lives in the {@link ControlRegistry}.
+ * <p>Threads: one Netty event loop holds every connection, however many; a request line must arrive
+ * whole within {@link #REQUEST_DEADLINE_MILLIS} and within {@link #MAX_REQUEST_BYTES}, or the
+ * connection is closed. Requests are answered one at a time on one worker thread (they may wait for
+ * an array), with at most {@link #QUEUED_REQUESTS} waiting; beyond that the answer is {@code ERR busy}.
+ * All state lives in the {@link ControlRegistry}.
  */
 public final class AdminServer implements Closeable {
     private static final Logger log = LoggerFactory.getLogger(AdminServer.class);
+    static final long REQUEST_DEADLINE_MILLIS = 5000;
+    static final int MAX_REQUEST_BYTES = 8192;
+    static final int QUEUED_REQUESTS = 32;
     private final Path socketPath;
-    private final ServerSocketChannel server;
     private final ControlRegistry registry;
     private final AtomicBoolean closed = new AtomicBoolean();
-    private final Thread acceptor;
+    private final EventLoopGroup group;
+    private final Channel channel;
+    private final ThreadPoolExecutor worker;
 
     public AdminServer(Path socketPath, ControlRegistry registry) throws IOException {
+        this(socketPath, registry, REQUEST_DEADLINE_MILLIS);
+    }
+
+    AdminServer(Path socketPath, ControlRegistry registry, long requestDeadlineMillis) throws IOException {
         this.socketPath = socketPath.toAbsolutePath();
         this.registry = registry;
         Files.createDirectories(this.socketPath.getParent());
         refuseIfAnotherServerListens(this.socketPath);
         Files.deleteIfExists(this.socketPath);
-        server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
-        server.bind(UnixDomainSocketAddress.of(this.socketPath));
+        worker = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new ArrayBlockingQueue<>(QUEUED_REQUESTS), r -> {
+            Thread t = new Thread(r, "admin-worker");
+            t.setDaemon(true);
+            return t;
+        });
+        group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
+        ServerBootstrap bootstrap = new ServerBootstrap().group(group).channel(NioServerDomainSocketChannel.class)
+                .childHandler(new ChannelInitializer<Channel>() {
+                    @Override
+                    protected void initChannel(Channel ch) {
+                        ConnectionDeadline deadline = new ConnectionDeadline(requestDeadlineMillis);
+                        ch.pipeline().addLast(deadline)
+                                .addLast(new LineBasedFrameDecoder(MAX_REQUEST_BYTES, true, true))
+                                .addLast(new StringDecoder(StandardCharsets.UTF_8))
+                                .addLast(new RequestHandler(deadline));
+                    }
+                });
+        try {
+            channel = bootstrap.bind(UnixDomainSocketAddress.of(this.socketPath)).syncUninterruptibly().channel();
+        } catch (RuntimeException e) {
+            group.shutdownGracefully();
+            worker.shutdownNow();
+            throw new IOException("cannot create the admin socket " + this.socketPath + ": " + e.getMessage(), e);
+        }
         Files.setPosixFilePermissions(this.socketPath, PosixFilePermissions.fromString("rw-------"));
-        acceptor = new Thread(this::acceptLoop, "admin-acceptor");
-        acceptor.setDaemon(true);
-        acceptor.start();
         log.info("admin socket {} (stripestack ctl / status)", this.socketPath);
     }
 
@@ -68,34 +114,37 @@ public final class AdminServer implements Closeable {
         return socketPath;
     }
 
-    private void acceptLoop() {
-        while (!closed.get()) {
+    /** One connection's request: answered on the worker, then the connection closes. */
+    private final class RequestHandler extends SimpleChannelInboundHandler<String> {
+        private final ConnectionDeadline deadline;
+
+        RequestHandler(ConnectionDeadline deadline) {
+            this.deadline = deadline;
+        }
+
+        @Override
+        protected void channelRead0(ChannelHandlerContext ctx, String line) {
+            deadline.requestComplete();
+            ctx.channel().config().setAutoRead(false); // one request per connection
             try {
-                SocketChannel client = server.accept();
-                Thread t = new Thread(() -> serve(client), "admin-client");
-                t.setDaemon(true);
-                t.start();
-            } catch (IOException e) {
-                if (!closed.get()) {
-                    log.warn("admin socket accept failed: {}", e.toString());
-                }
-                return;
+                worker.execute(() -> reply(ctx, answer(line.trim())));
+            } catch (RejectedExecutionException e) {
+                reply(ctx, "ERR busy: " + QUEUED_REQUESTS + " admin requests are waiting already; try again\n");
             }
         }
-    }
 
-    private void serve(SocketChannel client) {
-        try (client;
-             BufferedReader in = new BufferedReader(new InputStreamReader(Channels.newInputStream(client), StandardCharsets.UTF_8));
-             PrintWriter out = new PrintWriter(new OutputStreamWriter(Channels.newOutputStream(client), StandardCharsets.UTF_8))) {
-            String line = in.readLine();
-            if (line == null) {
-                return;
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            if (cause instanceof TooLongFrameException) {
+                reply(ctx, "ERR request line longer than " + MAX_REQUEST_BYTES + " bytes\n");
+            } else {
+                log.debug("admin client dropped: {}", cause.toString());
+                ctx.close();
             }
-            out.print(answer(line.trim()));
-            out.flush();
-        } catch (IOException e) {
-            log.debug("admin client dropped: {}", e.toString());
+        }
+
+        private void reply(ChannelHandlerContext ctx, String text) {
+            ctx.writeAndFlush(Unpooled.copiedBuffer(text, StandardCharsets.UTF_8)).addListener(ChannelFutureListener.CLOSE);
         }
     }
 
@@ -144,7 +193,9 @@ public final class AdminServer implements Closeable {
     @Override
     public void close() throws IOException {
         if (closed.compareAndSet(false, true)) {
-            server.close();
+            channel.close().syncUninterruptibly();
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+            worker.shutdownNow();
             Files.deleteIfExists(socketPath);
         }
     }
