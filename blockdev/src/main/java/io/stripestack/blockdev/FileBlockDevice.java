@@ -8,8 +8,14 @@ import java.nio.file.Files;
 import java.nio.file.OpenOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.List;
+import java.util.Set;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A member disk: a regular file or a block device, accessed with positional {@link FileChannel} I/O
@@ -28,6 +34,7 @@ import java.util.List;
  * serialise on the channel's position. No other state is mutable.
  */
 public final class FileBlockDevice implements BlockDevice {
+    private static final Logger log = LoggerFactory.getLogger(FileBlockDevice.class);
     private final Path path;
     private final FileChannel channel;
     private final long size;
@@ -75,6 +82,7 @@ public final class FileBlockDevice implements BlockDevice {
         FileChannel channel = FileChannel.open(path, options.toArray(new OpenOption[0]));
         try {
             lockExclusively(path, channel, readOnly);
+            warnIfOthersMayAccess(path);
             long size = channel.size();
             if (size == 0 && !Files.isRegularFile(path)) {
                 // Block devices report 0 through size(); seeking to the end gives their capacity.
@@ -89,6 +97,30 @@ public final class FileBlockDevice implements BlockDevice {
             throw e;
         }
     }
+
+    /**
+     * Data files hold tenants' data (plaintext, for unencrypted LUNs): a file that users other than
+     * the owner may read or write is named at open, with the command that fixes it. Block devices
+     * are left to the system's device permissions.
+     */
+    private static void warnIfOthersMayAccess(Path path) {
+        if (!Files.isRegularFile(path)) {
+            return;
+        }
+        try {
+            Set<PosixFilePermission> permissions = Files.getPosixFilePermissions(path);
+            permissions.retainAll(GROUP_AND_OTHERS);
+            if (!permissions.isEmpty()) {
+                log.warn("{} is accessible to other users ({}): its data can be read or changed outside the server;"
+                        + " run chmod 600 {}", path, PosixFilePermissions.toString(Files.getPosixFilePermissions(path)), path);
+            }
+        } catch (UnsupportedOperationException | IOException e) {
+            // no POSIX permissions on this file system: nothing to check
+        }
+    }
+
+    private static final Set<PosixFilePermission> GROUP_AND_OTHERS = EnumSet.of(PosixFilePermission.GROUP_READ,
+            PosixFilePermission.GROUP_WRITE, PosixFilePermission.OTHERS_READ, PosixFilePermission.OTHERS_WRITE);
 
     /**
      * Takes an advisory lock on the whole file, as md claims its members exclusively: two servers (or
@@ -106,6 +138,19 @@ public final class FileBlockDevice implements BlockDevice {
                     + " of this one has it open); stop the other user or remove the file from one of the configurations");
         }
     }
+
+    /** Opens {@code path} for writing, creating it mode 0600 (owner only) when it does not exist. */
+    private static FileChannel openCreatingOwnerOnly(Path path) throws IOException {
+        Set<OpenOption> options = Set.of(StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.READ);
+        try {
+            return FileChannel.open(path, options, PosixFilePermissions.asFileAttribute(OWNER_ONLY));
+        } catch (UnsupportedOperationException noPosix) {
+            return FileChannel.open(path, options);
+        }
+    }
+
+    private static final Set<PosixFilePermission> OWNER_ONLY = EnumSet.of(PosixFilePermission.OWNER_READ,
+            PosixFilePermission.OWNER_WRITE);
 
     /** Creates (or truncates/extends) a sparse regular file of {@code size} bytes and opens it. */
     public static FileBlockDevice create(Path path, long size, int blockSize) throws IOException {
@@ -128,8 +173,7 @@ public final class FileBlockDevice implements BlockDevice {
             Files.createDirectories(parent);
         }
         boolean existed = Files.exists(path);
-        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                StandardOpenOption.READ)) {
+        try (FileChannel ch = openCreatingOwnerOnly(path)) {
             if (ch.size() > size) {
                 ch.truncate(size);
             }

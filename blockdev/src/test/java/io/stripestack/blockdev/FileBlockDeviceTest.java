@@ -177,4 +177,26 @@ class FileBlockDeviceTest {
         String[] parts = out.split(" ");
         return Long.parseLong(parts[0]) * Long.parseLong(parts[1]);
     }
+
+    @Test
+    void dataFilesAreCreatedOwnerOnlyAndExistingOnesOpenToOthersAreNamed() throws Exception {
+        Path created = dir.resolve("member.img");
+        try (FileBlockDevice device = FileBlockDevice.create(created, 1 << 20, 512, true)) {
+            assertEquals("rw-------", java.nio.file.attribute.PosixFilePermissions.toString(
+                    java.nio.file.Files.getPosixFilePermissions(created)));
+        }
+        Path shared = dir.resolve("shared.img");
+        java.nio.file.Files.write(shared, new byte[4096]);
+        java.nio.file.Files.setPosixFilePermissions(shared, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+        java.io.PrintStream original = System.err;
+        java.io.ByteArrayOutputStream captured = new java.io.ByteArrayOutputStream();
+        System.setErr(new java.io.PrintStream(captured, true, java.nio.charset.StandardCharsets.UTF_8));
+        try (FileBlockDevice device = FileBlockDevice.open(shared, 512, false, false)) {
+            assertEquals(4096, device.size());
+        } finally {
+            System.setErr(original);
+        }
+        String log = captured.toString(java.nio.charset.StandardCharsets.UTF_8);
+        assertTrue(log.contains("chmod 600 " + shared), log);
+    }
 }
