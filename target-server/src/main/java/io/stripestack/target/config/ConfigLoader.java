@@ -113,6 +113,10 @@ public final class ConfigLoader {
         Portal metrics = null;
         long readaheadBudget = 64L << 20;
         long writeBufferBudget = IscsiServerSettings.DEFAULT_WRITE_BUFFER_BUDGET;
+        long dataInBudget = IscsiServerSettings.DEFAULT_DATA_IN_BUDGET;
+        long dataInPerSession = IscsiServerSettings.DEFAULT_DATA_IN_PER_SESSION;
+        int maxConnections = 256;
+        int authFailureDelayMillis = 1000;
         if (n != null) {
             YamlNode p = n.child("portals");
             if (p != null) {
@@ -148,6 +152,18 @@ public final class ConfigLoader {
                 writeBufferBudget = writeBudget.size(IscsiServerSettings.MIN_WRITE_BUFFER_BUDGET,
                         IscsiServerSettings.MAX_WRITE_BUFFER_BUDGET);
             }
+            YamlNode dataIn = n.child("data_in_budget");
+            if (dataIn != null) {
+                dataInBudget = dataIn.size(IscsiServerSettings.MIN_WRITE_BUFFER_BUDGET, IscsiServerSettings.MAX_WRITE_BUFFER_BUDGET);
+            }
+            YamlNode perSession = n.child("data_in_per_session");
+            if (perSession != null) {
+                dataInPerSession = perSession.size(IscsiServerSettings.MIN_WRITE_BUFFER_BUDGET, dataInBudget);
+            } else {
+                dataInPerSession = Math.min(dataInPerSession, dataInBudget);
+            }
+            maxConnections = intOr(n.child("max_connections"), 1, 65536, maxConnections);
+            authFailureDelayMillis = intOr(n.child("auth_failure_delay_ms"), 0, 60000, authFailureDelayMillis);
             YamlNode m = n.child("metrics");
             if (m != null) {
                 metrics = portal(m);
@@ -165,7 +181,8 @@ public final class ConfigLoader {
             portals.add(new Portal("127.0.0.1", 3260));
         }
         return new ServerConfig(List.copyOf(portals), List.copyOf(advertise), tpgt, queueDepth, ioThreads, mrdsl,
-                maxBurst, firstBurst, immediateData, initialR2T, nopIn, admin, metrics, readaheadBudget, writeBufferBudget);
+                maxBurst, firstBurst, immediateData, initialR2T, nopIn, admin, metrics, readaheadBudget, writeBufferBudget,
+                new StripestackConfig.SessionLimits(dataInBudget, dataInPerSession, maxConnections, authFailureDelayMillis));
     }
 
     private static boolean isLoopback(String host) {

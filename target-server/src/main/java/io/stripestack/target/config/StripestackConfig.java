@@ -18,7 +18,14 @@ public record StripestackConfig(Path file, Path dataDir, ServerConfig server, Ma
     public record ServerConfig(List<Portal> portals, List<Portal> advertise, int portalGroupTag, int queueDepth,
             int ioThreads, int maxRecvDataSegmentLength, int maxBurstLength, int firstBurstLength,
             boolean immediateData, boolean initialR2T, int nopInIntervalSeconds, Path adminSocket,
-            Portal metrics, long readaheadBudget, long writeBufferBudget) {
+            Portal metrics, long readaheadBudget, long writeBufferBudget, SessionLimits sessionLimits) {
+    }
+
+    /**
+     * What one initiator may hold of the server: Data-In of reads not yet taken (per session and in
+     * total), connections, and the first delay after a failed CHAP login (doubling per failure).
+     */
+    public record SessionLimits(long dataInBudget, long dataInPerSession, int maxConnections, long authFailureDelayMillis) {
     }
 
     public record Portal(String host, int port) {

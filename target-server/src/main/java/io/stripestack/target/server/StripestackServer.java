@@ -194,7 +194,11 @@ public final class StripestackServer implements Closeable {
                 .initialR2T(s.initialR2T())
                 .queueDepth(s.queueDepth())
                 .nopInInterval(Duration.ofSeconds(s.nopInIntervalSeconds()))
-                .writeBufferBudget(s.writeBufferBudget());
+                .writeBufferBudget(s.writeBufferBudget())
+                .dataInBudget(s.sessionLimits().dataInBudget())
+                .dataInPerSession(s.sessionLimits().dataInPerSession())
+                .maxConnections(s.sessionLimits().maxConnections())
+                .authFailureDelay(Duration.ofMillis(s.sessionLimits().authFailureDelayMillis()));
         for (Portal p : s.portals()) {
             b.bind(new InetSocketAddress(p.host(), p.port()));
         }

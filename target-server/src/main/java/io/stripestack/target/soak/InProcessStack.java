@@ -36,7 +36,7 @@ public final class InProcessStack implements Closeable {
         ServerConfig loopback = new ServerConfig(List.of(new Portal("127.0.0.1", 0)), List.of(), s.portalGroupTag(),
                 s.queueDepth(), s.ioThreads(), s.maxRecvDataSegmentLength(), s.maxBurstLength(), s.firstBurstLength(),
                 s.immediateData(), s.initialR2T(), s.nopInIntervalSeconds(), s.adminSocket(), null, s.readaheadBudget(),
-                s.writeBufferBudget());
+                s.writeBufferBudget(), s.sessionLimits());
         StripestackServer server = StripestackServer.start(new StripestackConfig(config.file(), config.dataDir(),
                 loopback, config.arrays(), config.targets()));
         try {

@@ -141,4 +141,26 @@ class ConfigLoaderTest {
         assertEquals("96KiB", Sizes.format(96 * 1024));
         assertThrows(IllegalArgumentException.class, () -> Sizes.parse("12Q"));
     }
+
+    @Test
+    void sessionLimitsParseWithDefaultsAndRanges() throws Exception {
+        String targets = """
+                targets:
+                  - iqn: iqn.2026-11.io.example:t
+                    luns: [{lun: 0, ram_size: 1MiB}]
+                """;
+        StripestackConfig.SessionLimits defaults = parse(targets).server().sessionLimits();
+        assertEquals(256L << 20, defaults.dataInBudget());
+        assertEquals(32L << 20, defaults.dataInPerSession());
+        assertEquals(256, defaults.maxConnections());
+        assertEquals(1000, defaults.authFailureDelayMillis());
+        StripestackConfig.SessionLimits set = parse("""
+                server: {data_in_budget: 64MiB, data_in_per_session: 8MiB, max_connections: 16, auth_failure_delay_ms: 0}
+                """ + targets).server().sessionLimits();
+        assertEquals(new StripestackConfig.SessionLimits(64L << 20, 8L << 20, 16, 0), set);
+        String tooLarge = errorOf("server: {data_in_budget: 16MiB, data_in_per_session: 32MiB}\n" + targets);
+        assertTrue(tooLarge.contains("data_in_per_session"), tooLarge);
+        assertEquals(4L << 20, parse("server: {data_in_budget: 4MiB}\n" + targets).server().sessionLimits().dataInPerSession(),
+                "the share never exceeds the budget");
+    }
 }
