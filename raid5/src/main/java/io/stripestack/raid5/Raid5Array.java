@@ -124,18 +124,9 @@ public final class Raid5Array implements BlockDevice {
     private static final ByteOrder NATIVE = ByteOrder.nativeOrder();
 
     private final String name;
-    private final int members;
-    private final int dataDisks;
-    private final int chunk;
-    private final int chunkShift;
-    private final int blocksPerChunk;
-    private final int rowBytes;
-    private final long rows;
-    private final long size;
+    private final StripeGeometry geo;
     private final int blockSize;
-    private final long dataOffset;
-    private final Raid5Layout layout;
-    private final Geometry geometry;
+    private final Geometry ioHints;
     private final Member[] roles;
     private final Xor xor = Xor.best();
     private final MemberIoExecutor io;
@@ -278,24 +269,10 @@ public final class Raid5Array implements BlockDevice {
      */
     Raid5Array(Md1Superblock template, Member[] roles, List<Member> spareMembers, long resumeRecoveryRows,
                WriteIntentBitmap loadedBitmap, Raid5Options options, List<String> assemblyProblems) throws IOException {
-        if ((long) template.chunkSectors * 512 * template.raidDisks > (1L << 30)) {
-            throw new IllegalArgumentException(template.setName + ": chunk " + template.chunkSectors * 512L
-                    + " bytes x " + template.raidDisks + " members exceeds the 1 GiB row this engine supports; "
-                    + "use a smaller chunk");
-        }
+        this.geo = StripeGeometry.of(template);
         this.template = template;
         this.roles = roles;
         this.name = template.setName;
-        this.members = template.raidDisks;
-        this.dataDisks = members - 1;
-        this.chunk = template.chunkSectors * 512;
-        this.chunkShift = Integer.numberOfTrailingZeros(chunk);
-        this.blocksPerChunk = chunk / BLOCK;
-        this.rowBytes = chunk * dataDisks;
-        this.rows = template.sizeSectors * 512 / chunk;
-        this.size = rows * rowBytes;
-        this.dataOffset = template.dataOffsetSectors * 512;
-        this.layout = Raid5Layout.fromMdNumber(template.layout);
         this.assemblyProblems = List.copyOf(assemblyProblems);
         this.cleanAtOpen = template.isClean();
         int block = 512;
@@ -305,12 +282,10 @@ public final class Raid5Array implements BlockDevice {
             }
         }
         this.blockSize = block;
-        int maxTransfer = (int) Math.min(Integer.MAX_VALUE / 2 / rowBytes * (long) rowBytes,
-                Math.max(1, (16 << 20) / rowBytes) * (long) rowBytes);
-        this.geometry = new Geometry(chunk, rowBytes, 0, maxTransfer);
+        this.ioHints = geo.ioHints();
         this.checkParityOnReads = options.checkParityOnReads();
-        this.cache = new StripeCache(members, chunk, options.stripeCacheRows() > 0 ? options.stripeCacheRows()
-                : defaultStripeCacheRows(members, chunk));
+        this.cache = new StripeCache(geo.members, geo.chunk, options.stripeCacheRows() > 0 ? options.stripeCacheRows()
+                : defaultStripeCacheRows(geo.members, geo.chunk));
         for (int i = 0; i < SLOTS; i++) {
             slots[i] = new Slot();
         }
@@ -325,9 +300,9 @@ public final class Raid5Array implements BlockDevice {
         this.heldWrites = stats.counter("held_writes");
         this.parityMismatches = stats.counter("parity_mismatches");
         this.readErrorsCorrected = stats.counter("read_errors_corrected");
-        this.zeroChunk = ByteBuffer.allocateDirect(chunk);
+        this.zeroChunk = ByteBuffer.allocateDirect(geo.chunk);
         this.bitmap = loadedBitmap != null ? loadedBitmap
-                : members <= 64 ? WriteIntentBitmap.create(template, options.bitmapChunkBytes()) : null;
+                : geo.members <= 64 ? WriteIntentBitmap.create(template, options.bitmapChunkBytes()) : null;
         this.spares.addAll(spareMembers);
         int absent = 0;
         for (Member m : roles) {
@@ -340,16 +315,16 @@ public final class Raid5Array implements BlockDevice {
             throw new IllegalStateException(name + ": " + absent + " members unavailable");
         }
         if (failedRole >= 0 && roles[failedRole].state == Raid5Status.MemberState.REBUILDING) {
-            recoveredRows = Math.min(rows, resumeRecoveryRows);
+            recoveredRows = Math.min(geo.rows, resumeRecoveryRows);
             recoveryCheckpointRows = recoveredRows;
         }
         if (!cleanAtOpen) {
             needsResync = true;
             long resumeSectors = template.resyncOffset;
-            resyncDoneRows = resumeSectors > 0 ? Math.min(rows, resumeSectors / template.chunkSectors) : 0;
+            resyncDoneRows = resumeSectors > 0 ? Math.min(geo.rows, resumeSectors / template.chunkSectors) : 0;
             resyncDirtyRegionsOnly = loadedBitmap != null;
         }
-        int threads = options.ioThreads() > 0 ? options.ioThreads() : MemberIoExecutor.defaultThreads(members);
+        int threads = options.ioThreads() > 0 ? options.ioThreads() : MemberIoExecutor.defaultThreads(geo.members);
         this.io = new MemberIoExecutor(name, threads);
         if (bitmap != null) {
             bitmapDaemon = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
@@ -375,12 +350,12 @@ public final class Raid5Array implements BlockDevice {
             throw new MediumErrorException(name + ": could not update the superblocks of the members; see the log", 0, true);
         }
         LOG.info("{}: raid5 {} members, {} KiB chunk, {}, {} bytes, {}; xor {}; stripe cache {} rows; {} I/O threads",
-                name, members, chunk / 1024, layout.mdName(), size, failedRole < 0 ? "clean" : "DEGRADED",
+                name, geo.members, geo.chunk / 1024, geo.layout.mdName(), geo.size, failedRole < 0 ? "clean" : "DEGRADED",
                 xor.name(), cache.capacity(), threads);
         synchronized (stateLock) {
             if (needsResync && failedRole < 0) {
                 LOG.warn("{}: the array was not shut down cleanly; resyncing parity in the background from member "
-                        + "sector {}, {}", name, resyncDoneRows * template.chunkSectors, resyncDirtyRegionsOnly
+                        + "sector {}, {}", name, geo.sectors(resyncDoneRows), resyncDirtyRegionsOnly
                         ? bitmap.dirtyBits() + " of " + bitmap.bits() + " bitmap regions (the others had no write in flight)"
                         : "every row (no usable write-intent bitmap)");
             }
@@ -447,7 +422,7 @@ public final class Raid5Array implements BlockDevice {
             array.resync();
         }
         LOG.info("{}: created raid5 set {} ({} members, {} bytes)", array.name, Md1Superblock.formatUuid(t.setUuid),
-                n, array.size);
+                n, array.size());
         return array;
     }
 
@@ -460,7 +435,7 @@ public final class Raid5Array implements BlockDevice {
 
     @Override
     public long size() {
-        return size;
+        return geo.size;
     }
 
     @Override
@@ -470,7 +445,7 @@ public final class Raid5Array implements BlockDevice {
 
     @Override
     public Geometry geometry() {
-        return geometry;
+        return ioHints;
     }
 
     @Override
@@ -518,9 +493,9 @@ public final class Raid5Array implements BlockDevice {
                 while (left > 0) {
                     int queued = 0;
                     while (left > 0 && queued < pieces.length) {
-                        long row = pos / rowBytes;
-                        int inRow = (int) (pos - row * rowBytes);
-                        int len = Math.min(left, rowBytes - inRow);
+                        long row = pos / geo.rowBytes;
+                        int inRow = (int) (pos - row * geo.rowBytes);
+                        int len = Math.min(left, geo.rowBytes - inRow);
                         RowWrite w = pieces[queued++];
                         w.set(row, inRow, len, src, srcIndex);
                         ctx.writeRow = row;
@@ -571,9 +546,9 @@ public final class Raid5Array implements BlockDevice {
         long pos = offset;
         long end = offset + length;
         while (pos < end) {
-            long row = pos / rowBytes;
-            int inRow = (int) (pos - row * rowBytes);
-            int len = (int) Math.min(end - pos, rowBytes - inRow);
+            long row = pos / geo.rowBytes;
+            int inRow = (int) (pos - row * geo.rowBytes);
+            int len = (int) Math.min(end - pos, geo.rowBytes - inRow);
             w.setZero(row, inRow, len);
             submit(w, ctx);
             pos += len;
@@ -733,7 +708,7 @@ public final class Raid5Array implements BlockDevice {
     /** Sets the stripe cache capacity in rows (1..32768); shrinking frees unpinned rows at once. */
     public void setStripeCacheSize(int rows) {
         cache.setCapacity(rows);
-        LOG.info("{}: stripe cache size set to {} rows ({} KiB each)", name, rows, (long) chunk * members / 1024);
+        LOG.info("{}: stripe cache size set to {} rows ({} KiB each)", name, rows, (long) geo.chunk * geo.members / 1024);
     }
 
     public boolean checkParityOnReads() {
@@ -747,9 +722,9 @@ public final class Raid5Array implements BlockDevice {
 
     /** Marks member {@code role} faulty as if it had returned an I/O error (operator action, like mdadm --fail). */
     public void failMember(int role) throws IOException {
-        if (role < 0 || role >= members) {
+        if (role < 0 || role >= geo.members) {
             throw new IllegalArgumentException(name + ": member role " + role + " does not exist; roles are 0.."
-                    + (members - 1));
+                    + (geo.members - 1));
         }
         memberFailed(role, null, new IOException("failed by operator"));
     }
@@ -764,13 +739,13 @@ public final class Raid5Array implements BlockDevice {
      */
     public void addSpare(BlockDevice device) throws IOException {
         checkOpen();
-        long needed = dataOffset + template.sizeSectors * 512;
+        long needed = geo.dataOffset + template.sizeSectors * 512;
         if (device.size() < needed) {
             throw new IllegalArgumentException(name + ": " + device.name() + " is " + device.size()
                     + " bytes; a member of this array needs at least " + needed
                     + " (data offset + member size) -- use a larger device");
         }
-        if (device.logicalBlockSize() > blockSize || chunk % device.logicalBlockSize() != 0) {
+        if (device.logicalBlockSize() > blockSize || geo.chunk % device.logicalBlockSize() != 0) {
             throw new IllegalArgumentException(name + ": " + device.name() + " has " + device.logicalBlockSize()
                     + "-byte blocks; the array uses " + blockSize + "-byte blocks -- use a device with "
                     + blockSize + "-byte (or smaller) blocks");
@@ -800,9 +775,9 @@ public final class Raid5Array implements BlockDevice {
      * @throws IllegalStateException when the member is active or being rebuilt (fail it first)
      */
     public void removeMember(int role) throws IOException {
-        if (role < 0 || role >= members) {
+        if (role < 0 || role >= geo.members) {
             throw new IllegalArgumentException(name + ": member role " + role + " does not exist; roles are 0.."
-                    + (members - 1));
+                    + (geo.members - 1));
         }
         BlockDevice device;
         synchronized (stateLock) {
@@ -825,7 +800,7 @@ public final class Raid5Array implements BlockDevice {
     }
 
     public Raid5Status status() {
-        List<Raid5Status.Member> list = new ArrayList<>(members);
+        List<Raid5Status.Member> list = new ArrayList<>(geo.members);
         List<String> spareNames = new ArrayList<>();
         long events;
         synchronized (stateLock) {
@@ -839,7 +814,7 @@ public final class Raid5Array implements BlockDevice {
         }
         Raid5Status.Health health = failed ? Raid5Status.Health.FAILED
                 : failedRole >= 0 ? Raid5Status.Health.DEGRADED : Raid5Status.Health.CLEAN;
-        return new Raid5Status(name, health, List.copyOf(list), events, size, chunk, layout,
+        return new Raid5Status(name, health, List.copyOf(list), events, geo.size, geo.chunk, geo.layout,
                 List.copyOf(spareNames), syncProgress(), mismatchSectors);
     }
 
@@ -854,20 +829,20 @@ public final class Raid5Array implements BlockDevice {
     }
 
     public int chunkBytes() {
-        return chunk;
+        return geo.chunk;
     }
 
     /** The smallest device that can be a member or spare: data offset + used member size, in bytes. */
     public long memberBytes() {
-        return dataOffset + rows * chunk;
+        return geo.memberBytes();
     }
 
     public int memberCount() {
-        return members;
+        return geo.members;
     }
 
     public Raid5Layout layout() {
-        return layout;
+        return geo.layout;
     }
 
     /** The set UUID as mdadm prints it. */
@@ -996,11 +971,11 @@ public final class Raid5Array implements BlockDevice {
     /** Progress of the running sync action; see {@link SyncProgress}. */
     public SyncProgress syncProgress() {
         SyncOp running = runningSync;
-        long total = rows * template.chunkSectors;
+        long total = geo.sectors(geo.rows);
         if (running == null) {
             return new SyncProgress(syncAction(), 0, total, 0, -1);
         }
-        long done = syncRow * template.chunkSectors;
+        long done = geo.sectors(syncRow);
         long speed = syncSpeedKiBps;
         long eta = speed > 0 ? (total - done) / 2 / speed : -1;
         return new SyncProgress(running.label, done, total, speed, eta);
@@ -1133,8 +1108,8 @@ public final class Raid5Array implements BlockDevice {
                 syncRow = from;
                 syncSpeedKiBps = 0;
                 runningSync = op;
-                LOG.info("{}: {} started at member sector {} of {}", name, op.label, from * template.chunkSectors,
-                        rows * template.chunkSectors);
+                LOG.info("{}: {} started at member sector {} of {}", name, op.label, geo.sectors(from),
+                        geo.sectors(geo.rows));
             }
             String stopped = runPass(op, from);
             synchronized (stateLock) {
@@ -1181,7 +1156,7 @@ public final class Raid5Array implements BlockDevice {
         synchronized (pass) {
             reached = pass.watermark;
         }
-        if (reached < rows) {
+        if (reached < geo.rows) {
             return closed ? "the array was closed" : failed ? "the array failed" : "stopped";
         }
         int role = failedRole;
@@ -1246,7 +1221,7 @@ public final class Raid5Array implements BlockDevice {
         RowWrite w = ctx.rowWrite;
         while (!pass.stopping()) {
             long row = pass.next.getAndIncrement();
-            if (row >= rows) {
+            if (row >= geo.rows) {
                 return;
             }
             if (pass.dirtyRegionsOnly && !bitmap.isDirty(row)) {
@@ -1283,7 +1258,7 @@ public final class Raid5Array implements BlockDevice {
         boolean checkpoint;
         synchronized (pass) {
             checkpoint = System.nanoTime() - pass.lastCheckpoint >= CHECKPOINT_NANOS;
-            if (pass.flushing || (!checkpoint && rowsNow - pass.flushedRows < Math.max(1, WRITEBACK_BYTES / chunk))) {
+            if (pass.flushing || (!checkpoint && rowsNow - pass.flushedRows < Math.max(1, WRITEBACK_BYTES / geo.chunk))) {
                 return;
             }
             pass.flushing = true;
@@ -1367,7 +1342,7 @@ public final class Raid5Array implements BlockDevice {
             requestedScrub = null;
         }
         if (stopped != null) {
-            LOG.info("{}: {} stopped at member sector {}: {}", name, op.label, syncRow * template.chunkSectors, stopped);
+            LOG.info("{}: {} stopped at member sector {}: {}", name, op.label, geo.sectors(syncRow), stopped);
             if (stopped.startsWith(ERROR_PREFIX) && nextSyncLocked() == op) {
                 // Nothing changed that would make a retry succeed: wait for the operator instead of spinning.
                 frozen = true;
@@ -1431,7 +1406,7 @@ public final class Raid5Array implements BlockDevice {
                 }
                 int oldest = (last + 1) % MARKS;
                 long elapsed = now - markTime[oldest];
-                long kib = (row - markRow[oldest]) * (chunk / 1024);
+                long kib = (row - markRow[oldest]) * (geo.chunk / 1024);
                 long speed = (long) (kib * 1e9 / Math.max(elapsed, 1_000_000));
                 syncSpeedKiBps = speed;
                 long ops = stats.readOps() + stats.writeOps() + stats.inFlight();
@@ -1457,8 +1432,8 @@ public final class Raid5Array implements BlockDevice {
     }
 
     private void readRange(long offset, ByteBuffer dst, int dstIndex, int length) throws IOException {
-        long firstRow = offset / rowBytes;
-        long lastRow = (offset + length - 1) / rowBytes;
+        long firstRow = offset / geo.rowBytes;
+        long lastRow = (offset + length - 1) / geo.rowBytes;
         lockRowsShared(firstRow, lastRow);
         try {
             checkUsable(offset, false);
@@ -1470,13 +1445,13 @@ public final class Raid5Array implements BlockDevice {
             int di = dstIndex;
             int left = length;
             while (left > 0) {
-                long chunkNo = pos >>> chunkShift;
-                int inChunk = (int) (pos & (chunk - 1));
-                int len = Math.min(left, chunk - inChunk);
-                long row = chunkNo / dataDisks;
-                int member = layout.dataMember(row, (int) (chunkNo - row * dataDisks), members);
+                long chunkNo = pos >>> geo.chunkShift;
+                int inChunk = (int) (pos & (geo.chunk - 1));
+                int len = Math.min(left, geo.chunk - inChunk);
+                long row = chunkNo / geo.dataDisks;
+                int member = geo.dataMember(row, (int) (chunkNo - row * geo.dataDisks));
                 if (member != missingIn(row, failedNow, recovered)) {
-                    batch.add(member, roles[member].device, dataOffset + row * chunk + inChunk, dst.slice(di, len), false);
+                    batch.add(member, roles[member].device, geo.memberOffset(row) + inChunk, dst.slice(di, len), false);
                 } else {
                     degraded = true;
                 }
@@ -1514,10 +1489,10 @@ public final class Raid5Array implements BlockDevice {
      */
     private void repairFailedRead(int member, BlockDevice device, long memberOffset, ByteBuffer piece,
                                   IOException error, int failedNow, long recovered) throws IOException {
-        long inData = memberOffset - dataOffset;
-        long row = inData / chunk;
-        int inChunk = (int) (inData % chunk);
-        long arrayOffset = row * rowBytes;
+        long inData = memberOffset - geo.dataOffset;
+        long row = inData / geo.chunk;
+        int inChunk = (int) (inData % geo.chunk);
+        long arrayOffset = row * geo.rowBytes;
         if (missingIn(row, failedNow, recovered) >= 0 || failed) {
             memberFailed(member, device, error);
             checkUsable(arrayOffset, false);
@@ -1551,11 +1526,11 @@ public final class Raid5Array implements BlockDevice {
         int di = dstIndex;
         int left = length;
         while (left > 0) {
-            long chunkNo = pos >>> chunkShift;
-            int inChunk = (int) (pos & (chunk - 1));
-            int len = Math.min(left, chunk - inChunk);
-            long row = chunkNo / dataDisks;
-            int member = layout.dataMember(row, (int) (chunkNo - row * dataDisks), members);
+            long chunkNo = pos >>> geo.chunkShift;
+            int inChunk = (int) (pos & (geo.chunk - 1));
+            int len = Math.min(left, geo.chunk - inChunk);
+            long row = chunkNo / geo.dataDisks;
+            int member = geo.dataMember(row, (int) (chunkNo - row * geo.dataDisks));
             if (member == missingIn(row, failedNow, recovered)) {
                 checkUsable(pos, false);
                 rebuild(row, member, inChunk, dst.slice(di, len).order(NATIVE), len, pos);
@@ -1576,9 +1551,9 @@ public final class Raid5Array implements BlockDevice {
             throws IOException {
         Context ctx = contexts.get();
         ByteBuffer scratch = ctx.scratch();
-        long memberOffset = dataOffset + row * chunk + inChunk;
+        long memberOffset = geo.memberOffset(row) + inChunk;
         boolean first = true;
-        for (int m = 0; m < members; m++) {
+        for (int m = 0; m < geo.members; m++) {
             if (m == missing) {
                 continue;
             }
@@ -1608,24 +1583,24 @@ public final class Raid5Array implements BlockDevice {
     private void verifyRows(long offset, int length) throws IOException {
         Context ctx = contexts.get();
         long end = offset + length;
-        for (long row = offset / rowBytes; row * rowBytes < end; row++) {
-            long rowStart = row * rowBytes;
+        for (long row = offset / geo.rowBytes; row * geo.rowBytes < end; row++) {
+            long rowStart = row * geo.rowBytes;
             long from = Math.max(offset, rowStart) - rowStart;
-            long to = Math.min(end, rowStart + rowBytes) - rowStart;
+            long to = Math.min(end, rowStart + geo.rowBytes) - rowStart;
             int lo;
             int hi;
-            if (from / chunk == (to - 1) / chunk) {
-                lo = (int) (from % chunk);
-                hi = (int) ((to - 1) % chunk) + 1;
+            if (from / geo.chunk == (to - 1) / geo.chunk) {
+                lo = (int) (from % geo.chunk);
+                hi = (int) ((to - 1) % geo.chunk) + 1;
             } else {
                 lo = 0;
-                hi = chunk;
+                hi = geo.chunk;
             }
             int len = hi - lo;
             ByteBuffer acc = ctx.accumulator();
             ByteBuffer scratch = ctx.scratch();
-            long memberOffset = dataOffset + row * chunk + lo;
-            for (int m = 0; m < members; m++) {
+            long memberOffset = geo.memberOffset(row) + lo;
+            for (int m = 0; m < geo.members; m++) {
                 ByteBuffer target = m == 0 ? acc.clear().limit(len) : scratch.clear().limit(len);
                 BlockDevice device = roles[m].device;
                 try {
@@ -1644,7 +1619,7 @@ public final class Raid5Array implements BlockDevice {
                 if (acc.getLong(i) != 0) {
                     parityMismatches.increment();
                     LOG.warn("{}: parity mismatch in stripe row {} (array bytes {}..{}, member offset {}, {} bytes checked)",
-                            name, row, rowStart, rowStart + rowBytes, memberOffset, len);
+                            name, row, rowStart, rowStart + geo.rowBytes, memberOffset, len);
                     break;
                 }
             }
@@ -1946,7 +1921,7 @@ public final class Raid5Array implements BlockDevice {
         for (int i = 0; i < count; i++) {
             bytes += batch[i].length;
         }
-        return bytes == rowBytes;
+        return bytes == geo.rowBytes;
     }
 
     /**
@@ -1967,8 +1942,8 @@ public final class Raid5Array implements BlockDevice {
      * threads' fields without their locks: a stale answer only costs a hold or a pre-read.
      */
     private boolean worthHolding(long row, Context self) {
-        long rowStart = row * rowBytes;
-        long rowEnd = rowStart + rowBytes;
+        long rowStart = row * geo.rowBytes;
+        long rowEnd = rowStart + geo.rowBytes;
         long start = self.writeStart;
         boolean sequential = self.lastEnd == start;
         boolean streamInProgress = false;
@@ -1984,7 +1959,7 @@ public final class Raid5Array implements BlockDevice {
                 if (end > rowStart && c.writeStart < rowEnd && c.writeRow < row) {
                     return true;
                 }
-                streamInProgress |= end <= start && end >= start - rowBytes;
+                streamInProgress |= end <= start && end >= start - geo.rowBytes;
             }
             sequential |= end == start || c.lastEnd == start;
         }
@@ -2006,7 +1981,7 @@ public final class Raid5Array implements BlockDevice {
 
     private void processRow(Slot slot, RowWrite[] batch, int count, Context ctx) throws IOException {
         RowWrite first = batch[0];
-        checkUsable(first.row * rowBytes + first.inRow, true);
+        checkUsable(first.row * geo.rowBytes + first.inRow, true);
         // Recovery writes only the new member (covered by its recovery offset); check writes nothing.
         boolean intent = bitmap != null && first.op != SyncOp.CHECK && first.op != SyncOp.RECOVER;
         if (intent) {
@@ -2033,7 +2008,7 @@ public final class Raid5Array implements BlockDevice {
                     updateRow(slot, batch, count, ctx);
                 }
             }
-            case ZERO -> updateRow(slot, ctx.zeroPieces(first), dataDisks, ctx);
+            case ZERO -> updateRow(slot, ctx.zeroPieces(first), geo.dataDisks, ctx);
             default -> syncRow(slot, first, ctx);
         }
     }
@@ -2052,25 +2027,25 @@ public final class Raid5Array implements BlockDevice {
         ByteBuffer parity = ctx.parity();
         // Parity column by column range: each range ends where one of the chunks changes source write.
         int[] cursor = ctx.cursor;
-        for (int i = 0, k = 0; i < dataDisks; i++) {
-            while (batch[k].inRow + batch[k].length <= i * chunk) {
+        for (int i = 0, k = 0; i < geo.dataDisks; i++) {
+            while (batch[k].inRow + batch[k].length <= i * geo.chunk) {
                 k++;
             }
             cursor[i] = k;
         }
-        for (int column = 0; column < chunk; ) {
-            int end = chunk;
-            for (int i = 0; i < dataDisks; i++) {
+        for (int column = 0; column < geo.chunk; ) {
+            int end = geo.chunk;
+            for (int i = 0; i < geo.dataDisks; i++) {
                 RowWrite w = batch[cursor[i]];
                 ctx.srcs[i] = views[cursor[i]];
-                ctx.idx[i] = i * chunk + column - w.inRow;
-                end = Math.min(end, w.inRow + w.length - i * chunk);
+                ctx.idx[i] = i * geo.chunk + column - w.inRow;
+                end = Math.min(end, w.inRow + w.length - i * geo.chunk);
             }
-            xor.xorAssign(parity, column, ctx.srcs, ctx.idx, dataDisks, end - column);
+            xor.xorAssign(parity, column, ctx.srcs, ctx.idx, geo.dataDisks, end - column);
             column = end;
-            for (int i = 0; i < dataDisks; i++) {
+            for (int i = 0; i < geo.dataDisks; i++) {
                 RowWrite w = batch[cursor[i]];
-                if (w.inRow + w.length - i * chunk == column) {
+                if (w.inRow + w.length - i * geo.chunk == column) {
                     cursor[i]++;
                 }
             }
@@ -2078,20 +2053,20 @@ public final class Raid5Array implements BlockDevice {
         Arrays.fill(ctx.srcs, null);
         cache.invalidate(row);
         MemberIoExecutor.Batch writes = io.batch();
-        long memberOffset = dataOffset + row * chunk;
+        long memberOffset = geo.memberOffset(row);
         for (int k = 0; k < count; k++) {
             RowWrite w = batch[k];
             for (int pos = w.inRow, end = w.inRow + w.length; pos < end; ) {
-                int index = pos >>> chunkShift;
-                int inChunk = pos & (chunk - 1);
-                int len = Math.min(end - pos, chunk - inChunk);
-                int m = layout.dataMember(row, index, members);
+                int index = pos >>> geo.chunkShift;
+                int inChunk = pos & (geo.chunk - 1);
+                int len = Math.min(end - pos, geo.chunk - inChunk);
+                int m = geo.dataMember(row, index);
                 writes.add(m, roles[m].device, memberOffset + inChunk, views[k].slice(pos - w.inRow, len), true);
                 pos += len;
             }
             views[k] = null;
         }
-        int parityMember = layout.parityMember(row, members);
+        int parityMember = geo.parityMember(row);
         writes.add(parityMember, roles[parityMember].device, memberOffset, parity.clear(), true);
         runWrites(slot, writes, row);
         fullStripeWrites.increment();
@@ -2130,17 +2105,17 @@ public final class Raid5Array implements BlockDevice {
                 markWritten(batch[k], written, columns);
             }
             boolean fullRow = true;
-            for (int i = 0; i < dataDisks && fullRow; i++) {
-                fullRow = Bits.isFull(written[i], blocksPerChunk);
+            for (int i = 0; i < geo.dataDisks && fullRow; i++) {
+                fullRow = Bits.isFull(written[i], geo.blocksPerChunk);
             }
-            int parityMember = layout.parityMember(row, members);
+            int parityMember = geo.parityMember(row);
             int missing;
             int missingIndex;
             boolean readModifyWrite;
             while (true) {
-                checkUsable(row * rowBytes, true);
+                checkUsable(row * geo.rowBytes, true);
                 missing = missingIn(row, failedRole, recoveredRows);
-                missingIndex = missing < 0 ? -2 : missing == parityMember ? -1 : layout.dataIndexOf(row, missing, members);
+                missingIndex = missing < 0 ? -2 : missing == parityMember ? -1 : geo.dataIndexOf(row, missing);
                 readModifyWrite = planReads(e, ctx, missingIndex);
                 if (preRead(row, e, ctx, parityMember)) {
                     break;
@@ -2161,24 +2136,24 @@ public final class Raid5Array implements BlockDevice {
                 recomputeParity(e, ctx);
             }
             MemberIoExecutor.Batch writes = io.batch();
-            long memberOffset = dataOffset + row * chunk;
-            for (int i = 0; i < dataDisks; i++) {
-                int m = layout.dataMember(row, i, members);
+            long memberOffset = geo.memberOffset(row);
+            for (int i = 0; i < geo.dataDisks; i++) {
+                int m = geo.dataMember(row, i);
                 if (m != missing) {
                     addRuns(writes, m, memberOffset, e.chunk(i), written[i], true);
                 }
             }
             if (missingIndex != -1) {
-                addRuns(writes, parityMember, memberOffset, e.chunk(dataDisks), columns, true);
+                addRuns(writes, parityMember, memberOffset, e.chunk(geo.dataDisks), columns, true);
             }
             runWrites(slot, writes, row);
-            for (int i = 0; i < dataDisks; i++) {
+            for (int i = 0; i < geo.dataDisks; i++) {
                 orInto(e.valid[i], written[i]);
             }
             if (missingIndex == -1) {
-                andNotInto(e.valid[dataDisks], columns);
+                andNotInto(e.valid[geo.dataDisks], columns);
             } else {
-                orInto(e.valid[dataDisks], columns);
+                orInto(e.valid[geo.dataDisks], columns);
             }
             if (fullRow) {
                 fullStripeWrites.increment();
@@ -2213,12 +2188,12 @@ public final class Raid5Array implements BlockDevice {
             throw new IOException(name + ": cannot " + op.label + " while degraded (member " + failedRole
                     + " is not active)");
         }
-        int parityMember = layout.parityMember(row, members);
-        int targetIndex = target < 0 ? -1 : target == parityMember ? dataDisks : layout.dataIndexOf(row, target, members);
+        int parityMember = geo.parityMember(row);
+        int targetIndex = target < 0 ? -1 : target == parityMember ? geo.dataDisks : geo.dataIndexOf(row, target);
         StripeCache.Entry e = acquireEntry(row);
         boolean keep = false;
         try {
-            for (int i = 0; i <= dataDisks; i++) {
+            for (int i = 0; i <= geo.dataDisks; i++) {
                 long[] need = ctx.need[i];
                 if (i == targetIndex) {
                     Bits.clear(need);
@@ -2227,41 +2202,41 @@ public final class Raid5Array implements BlockDevice {
                 if (op != SyncOp.RECOVER) {
                     Bits.clear(e.valid[i]);
                 }
-                Bits.setRange(need, 0, blocksPerChunk);
+                Bits.setRange(need, 0, geo.blocksPerChunk);
                 andNotInto(need, e.valid[i]);
             }
             if (!preRead(row, e, ctx, parityMember)) {
-                checkUsable(row * rowBytes, false);
+                checkUsable(row * geo.rowBytes, false);
                 throw new IOException(name + ": a member failed during " + op.label + " of row " + row);
             }
-            long memberOffset = dataOffset + row * chunk;
+            long memberOffset = geo.memberOffset(row);
             MemberIoExecutor.Batch writes = io.batch();
             if (op == SyncOp.RECOVER) {
                 int count = 0;
-                for (int i = 0; i <= dataDisks; i++) {
+                for (int i = 0; i <= geo.dataDisks; i++) {
                     if (i != targetIndex) {
                         ctx.srcs[count] = e.chunk(i);
                         ctx.idx[count++] = 0;
                     }
                 }
                 ByteBuffer rebuilt = e.chunk(targetIndex);
-                xor.xorAssign(rebuilt, 0, ctx.srcs, ctx.idx, count, chunk);
+                xor.xorAssign(rebuilt, 0, ctx.srcs, ctx.idx, count, geo.chunk);
                 Arrays.fill(ctx.srcs, null);
-                Bits.setRange(e.valid[targetIndex], 0, blocksPerChunk);
-                writes.add(target, w.pass.recoverDevice, memberOffset, rebuilt.slice(0, chunk), true);
+                Bits.setRange(e.valid[targetIndex], 0, geo.blocksPerChunk);
+                writes.add(target, w.pass.recoverDevice, memberOffset, rebuilt.slice(0, geo.chunk), true);
                 runWrites(slot, writes, row);
                 completeSyncRow(w.pass, row, 0);    // does nothing if the rebuild ended meanwhile
             } else {
                 ByteBuffer computed = ctx.parity();
-                for (int i = 0; i < dataDisks; i++) {
+                for (int i = 0; i < geo.dataDisks; i++) {
                     ctx.srcs[i] = e.chunk(i);
                     ctx.idx[i] = 0;
                 }
-                xor.xorAssign(computed, 0, ctx.srcs, ctx.idx, dataDisks, chunk);
+                xor.xorAssign(computed, 0, ctx.srcs, ctx.idx, geo.dataDisks, geo.chunk);
                 Arrays.fill(ctx.srcs, null);
-                ByteBuffer stored = e.chunk(dataDisks);
+                ByteBuffer stored = e.chunk(geo.dataDisks);
                 int mismatchedPages = 0;
-                for (int page = 0; page < chunk; page += StripeCache.PAGE) {
+                for (int page = 0; page < geo.chunk; page += StripeCache.PAGE) {
                     for (int b = page; b < page + StripeCache.PAGE; b += 8) {
                         if (computed.getLong(b) != stored.getLong(b)) {
                             mismatchedPages++;
@@ -2272,7 +2247,7 @@ public final class Raid5Array implements BlockDevice {
                 if (mismatchedPages > 0) {
                     LOG.debug("{}: {}: row {} has {} mismatching parity pages", name, op.label, row, mismatchedPages);
                     if (op != SyncOp.CHECK) {
-                        stored.put(0, computed, 0, chunk);
+                        stored.put(0, computed, 0, geo.chunk);
                         addRuns(writes, parityMember, memberOffset, stored, ctx.allBlocks, true);
                         runWrites(slot, writes, row);
                     }
@@ -2306,9 +2281,9 @@ public final class Raid5Array implements BlockDevice {
         int pos = w.inRow;
         int end = w.inRow + w.length;
         while (pos < end) {
-            int index = pos >>> chunkShift;
-            int inChunk = pos & (chunk - 1);
-            int len = Math.min(end - pos, chunk - inChunk);
+            int index = pos >>> geo.chunkShift;
+            int inChunk = pos & (geo.chunk - 1);
+            int len = Math.min(end - pos, geo.chunk - inChunk);
             Bits.setRange(written[index], inChunk / BLOCK, (inChunk + len) / BLOCK);
             Bits.setRange(columns, inChunk / BLOCK, (inChunk + len) / BLOCK);
             pos += len;
@@ -2320,9 +2295,9 @@ public final class Raid5Array implements BlockDevice {
         int end = w.inRow + w.length;
         int si = w.srcIndex;
         while (pos < end) {
-            int index = pos >>> chunkShift;
-            int inChunk = pos & (chunk - 1);
-            int len = Math.min(end - pos, chunk - inChunk);
+            int index = pos >>> geo.chunkShift;
+            int inChunk = pos & (geo.chunk - 1);
+            int len = Math.min(end - pos, geo.chunk - inChunk);
             e.chunk(index).put(inChunk, w.src, si, len);
             pos += len;
             si += len;
@@ -2353,12 +2328,12 @@ public final class Raid5Array implements BlockDevice {
             long[] rebuild = ctx.rebuild;
             for (int w = 0; w < words; w++) {
                 rebuild[w] = columns[w] & ~written[missingIndex][w] & ~valid[missingIndex][w];
-                for (int i = 0; i < dataDisks; i++) {
+                for (int i = 0; i < geo.dataDisks; i++) {
                     if (i != missingIndex) {
                         need[i][w] = (rebuild[w] | (columns[w] & ~written[i][w])) & ~valid[i][w];
                     }
                 }
-                need[dataDisks][w] = rebuild[w] & ~valid[dataDisks][w];
+                need[geo.dataDisks][w] = rebuild[w] & ~valid[geo.dataDisks][w];
             }
             return false;
         }
@@ -2368,7 +2343,7 @@ public final class Raid5Array implements BlockDevice {
         long rcwUncached = 0;
         for (int w = 0; w < words; w++) {
             long k = columns[w];
-            for (int i = 0; i < dataDisks; i++) {
+            for (int i = 0; i < geo.dataDisks; i++) {
                 long wr = written[i][w];
                 long v = valid[i][w];
                 rmw += Long.bitCount(wr & ~v);
@@ -2376,7 +2351,7 @@ public final class Raid5Array implements BlockDevice {
                 rcw += Long.bitCount(k & ~wr & ~v);
                 rcwUncached += Long.bitCount(k & ~wr);
             }
-            rmw += Long.bitCount(k & ~valid[dataDisks][w]);
+            rmw += Long.bitCount(k & ~valid[geo.dataDisks][w]);
             rmwUncached += Long.bitCount(k);
         }
         boolean readModifyWrite = rmw < rcw;
@@ -2385,11 +2360,11 @@ public final class Raid5Array implements BlockDevice {
         }
         for (int w = 0; w < words; w++) {
             long k = columns[w];
-            for (int i = 0; i < dataDisks; i++) {
+            for (int i = 0; i < geo.dataDisks; i++) {
                 long wr = written[i][w];
                 need[i][w] = (readModifyWrite ? wr : k & ~wr) & ~valid[i][w];
             }
-            need[dataDisks][w] = readModifyWrite ? k & ~valid[dataDisks][w] : 0;
+            need[geo.dataDisks][w] = readModifyWrite ? k & ~valid[geo.dataDisks][w] : 0;
         }
         return readModifyWrite;
     }
@@ -2397,11 +2372,11 @@ public final class Raid5Array implements BlockDevice {
     /** Reads every needed run into the entry, in parallel. Returns false if a member failed (replan). */
     private boolean preRead(long row, StripeCache.Entry e, Context ctx, int parityMember) throws IOException {
         MemberIoExecutor.Batch reads = io.batch();
-        long memberOffset = dataOffset + row * chunk;
+        long memberOffset = geo.memberOffset(row);
         int[] pieceChunk = ctx.pieceChunk;
         int pieces = 0;
-        for (int i = 0; i <= dataDisks; i++) {
-            int m = i == dataDisks ? parityMember : layout.dataMember(row, i, members);
+        for (int i = 0; i <= geo.dataDisks; i++) {
+            int m = i == geo.dataDisks ? parityMember : geo.dataMember(row, i);
             int before = reads.size();
             addRuns(reads, m, memberOffset, e.chunk(i), ctx.need[i], false);
             for (int p = before; p < reads.size(); p++) {
@@ -2433,7 +2408,7 @@ public final class Raid5Array implements BlockDevice {
                 memberFailed(reads.member(p), reads.device(p), reads.error(p));
                 ok = false;
             } else {
-                int to = Bits.nextClear(ctx.need[pieceChunk[p]], from, blocksPerChunk);
+                int to = Bits.nextClear(ctx.need[pieceChunk[p]], from, geo.blocksPerChunk);
                 Bits.setRange(e.valid[pieceChunk[p]], from, to);
             }
         }
@@ -2443,21 +2418,21 @@ public final class Raid5Array implements BlockDevice {
     /** Rebuilds the missing data chunk's old contents where the plan needs them: parity ^ other chunks. */
     private void rebuildIntoEntry(StripeCache.Entry e, Context ctx, int missingIndex) {
         long[] rebuild = ctx.rebuild;
-        ctx.srcs[0] = e.chunk(dataDisks);
+        ctx.srcs[0] = e.chunk(geo.dataDisks);
         int count = 1;
-        for (int i = 0; i < dataDisks; i++) {
+        for (int i = 0; i < geo.dataDisks; i++) {
             if (i != missingIndex) {
                 ctx.srcs[count++] = e.chunk(i);
             }
         }
         ByteBuffer target = e.chunk(missingIndex);
-        for (int b = Bits.nextSet(rebuild, 0, blocksPerChunk); b < blocksPerChunk; ) {
-            int end = Bits.nextClear(rebuild, b, blocksPerChunk);
+        for (int b = Bits.nextSet(rebuild, 0, geo.blocksPerChunk); b < geo.blocksPerChunk; ) {
+            int end = Bits.nextClear(rebuild, b, geo.blocksPerChunk);
             for (int k = 0; k < count; k++) {
                 ctx.idx[k] = b * BLOCK;
             }
             xor.xorAssign(target, b * BLOCK, ctx.srcs, ctx.idx, count, (end - b) * BLOCK);
-            b = Bits.nextSet(rebuild, end, blocksPerChunk);
+            b = Bits.nextSet(rebuild, end, geo.blocksPerChunk);
         }
         orInto(e.valid[missingIndex], rebuild);
         Arrays.fill(ctx.srcs, null);
@@ -2465,15 +2440,15 @@ public final class Raid5Array implements BlockDevice {
 
     /** parity ^= data over each chunk's written blocks (called before and after the new data is copied in). */
     private void xorWrittenIntoParity(StripeCache.Entry e, Context ctx) {
-        ByteBuffer parity = e.chunk(dataDisks);
-        for (int i = 0; i < dataDisks; i++) {
+        ByteBuffer parity = e.chunk(geo.dataDisks);
+        for (int i = 0; i < geo.dataDisks; i++) {
             long[] bits = ctx.written[i];
             ctx.srcs[0] = e.chunk(i);
-            for (int b = Bits.nextSet(bits, 0, blocksPerChunk); b < blocksPerChunk; ) {
-                int end = Bits.nextClear(bits, b, blocksPerChunk);
+            for (int b = Bits.nextSet(bits, 0, geo.blocksPerChunk); b < geo.blocksPerChunk; ) {
+                int end = Bits.nextClear(bits, b, geo.blocksPerChunk);
                 ctx.idx[0] = b * BLOCK;
                 xor.xorInto(parity, b * BLOCK, ctx.srcs, ctx.idx, 1, (end - b) * BLOCK);
-                b = Bits.nextSet(bits, end, blocksPerChunk);
+                b = Bits.nextSet(bits, end, geo.blocksPerChunk);
             }
         }
         ctx.srcs[0] = null;
@@ -2481,29 +2456,29 @@ public final class Raid5Array implements BlockDevice {
 
     /** parity = XOR of all data chunks over the touched columns. */
     private void recomputeParity(StripeCache.Entry e, Context ctx) {
-        ByteBuffer parity = e.chunk(dataDisks);
-        for (int i = 0; i < dataDisks; i++) {
+        ByteBuffer parity = e.chunk(geo.dataDisks);
+        for (int i = 0; i < geo.dataDisks; i++) {
             ctx.srcs[i] = e.chunk(i);
         }
         long[] columns = ctx.columns;
-        for (int b = Bits.nextSet(columns, 0, blocksPerChunk); b < blocksPerChunk; ) {
-            int end = Bits.nextClear(columns, b, blocksPerChunk);
-            for (int i = 0; i < dataDisks; i++) {
+        for (int b = Bits.nextSet(columns, 0, geo.blocksPerChunk); b < geo.blocksPerChunk; ) {
+            int end = Bits.nextClear(columns, b, geo.blocksPerChunk);
+            for (int i = 0; i < geo.dataDisks; i++) {
                 ctx.idx[i] = b * BLOCK;
             }
-            xor.xorAssign(parity, b * BLOCK, ctx.srcs, ctx.idx, dataDisks, (end - b) * BLOCK);
-            b = Bits.nextSet(columns, end, blocksPerChunk);
+            xor.xorAssign(parity, b * BLOCK, ctx.srcs, ctx.idx, geo.dataDisks, (end - b) * BLOCK);
+            b = Bits.nextSet(columns, end, geo.blocksPerChunk);
         }
         Arrays.fill(ctx.srcs, null);
     }
 
     private void addRuns(MemberIoExecutor.Batch batch, int member, long memberOffset, ByteBuffer chunkBuffer,
                          long[] bits, boolean write) {
-        for (int b = Bits.nextSet(bits, 0, blocksPerChunk); b < blocksPerChunk; ) {
-            int end = Bits.nextClear(bits, b, blocksPerChunk);
+        for (int b = Bits.nextSet(bits, 0, geo.blocksPerChunk); b < geo.blocksPerChunk; ) {
+            int end = Bits.nextClear(bits, b, geo.blocksPerChunk);
             batch.add(member, roles[member].device, memberOffset + (long) b * BLOCK,
                     chunkBuffer.slice(b * BLOCK, (end - b) * BLOCK), write);
-            b = Bits.nextSet(bits, end, blocksPerChunk);
+            b = Bits.nextSet(bits, end, geo.blocksPerChunk);
         }
     }
 
@@ -2521,7 +2496,7 @@ public final class Raid5Array implements BlockDevice {
             }
         }
         batch.clear();
-        checkUsable(row * rowBytes, true);
+        checkUsable(row * geo.rowBytes, true);
     }
 
     private static void orInto(long[] target, long[] bits) {
@@ -2625,7 +2600,7 @@ public final class Raid5Array implements BlockDevice {
         t.resyncOffset = !clean ? 0 : needsResync ? resyncDoneRows * t.chunkSectors : Md1Superblock.RESYNC_DONE;
         for (int d = 0; d < t.devRoles.length; d++) {
             int role = t.devRoles[d];
-            if (role < members) {
+            if (role < geo.members) {
                 Member holder = roles[role];
                 boolean holds = holder.devNumber == d && (holder.state == Raid5Status.MemberState.ACTIVE
                         || holder.state == Raid5Status.MemberState.REBUILDING);
@@ -2703,7 +2678,7 @@ public final class Raid5Array implements BlockDevice {
     }
 
     private void bitmapWriteFailed(long failedRoles) {
-        for (int role = 0; role < members; role++) {
+        for (int role = 0; role < geo.members; role++) {
             if ((failedRoles & (1L << role)) != 0) {
                 memberFailed(role, null, new IOException("writing the write-intent bitmap failed"));
             }
@@ -2772,12 +2747,12 @@ public final class Raid5Array implements BlockDevice {
         final long[] columns;
         final long[] rebuild;
         final long[][] need;
-        final ByteBuffer[] srcs = new ByteBuffer[members + 1];
-        final int[] idx = new int[members + 1];
+        final ByteBuffer[] srcs = new ByteBuffer[geo.members + 1];
+        final int[] idx = new int[geo.members + 1];
         /** Native-order views of a full-row batch's source buffers, one per write. */
         private ByteBuffer[] pieceViews = new ByteBuffer[8];
         /** Per data chunk, the batch index of the write covering the current parity column range. */
-        final int[] cursor = new int[dataDisks];
+        final int[] cursor = new int[geo.dataDisks];
         /**
          * This thread's write in progress, for other threads' {@link #worthHolding}: its byte
          * range (writeEnd -1 when none) and the row it is at (-1 before its first row). Written only by
@@ -2792,20 +2767,20 @@ public final class Raid5Array implements BlockDevice {
         /** Every block of a chunk set. */
         final long[] allBlocks;
         /** The per-chunk writes of zeros one discard of a row turns into. */
-        final RowWrite[] zeroWrites = new RowWrite[dataDisks];
+        final RowWrite[] zeroWrites = new RowWrite[geo.dataDisks];
         private ByteBuffer parity;
         private ByteBuffer scratch;
         private ByteBuffer accumulator;
 
         Context() {
-            int words = (blocksPerChunk + 63) / 64;
-            written = new long[dataDisks][words];
+            int words = (geo.blocksPerChunk + 63) / 64;
+            written = new long[geo.dataDisks][words];
             columns = new long[words];
             rebuild = new long[words];
-            need = new long[members][words];
+            need = new long[geo.members][words];
             allBlocks = new long[words];
-            Bits.setRange(allBlocks, 0, blocksPerChunk);
-            for (int i = 0; i < dataDisks; i++) {
+            Bits.setRange(allBlocks, 0, geo.blocksPerChunk);
+            for (int i = 0; i < geo.dataDisks; i++) {
                 zeroWrites[i] = new RowWrite();
             }
             for (int i = 0; i < pieces.length; i++) {
@@ -2835,10 +2810,10 @@ public final class Raid5Array implements BlockDevice {
         RowWrite[] zeroPieces(RowWrite w) {
             int pos = w.inRow;
             int end = w.inRow + w.length;
-            for (int i = 0; i < dataDisks; i++) {
-                int chunkStart = i * chunk;
+            for (int i = 0; i < geo.dataDisks; i++) {
+                int chunkStart = i * geo.chunk;
                 int from = Math.max(pos, chunkStart);
-                int to = Math.min(end, chunkStart + chunk);
+                int to = Math.min(end, chunkStart + geo.chunk);
                 zeroWrites[i].set(w.row, from, Math.max(0, to - from), zeroChunk, 0);
             }
             return zeroWrites;
@@ -2850,8 +2825,8 @@ public final class Raid5Array implements BlockDevice {
          * and {@code clear()} would then expose it.
          */
         private ByteBuffer alignedChunk() {
-            return ByteBuffer.allocateDirect(chunk + StripeCache.PAGE).alignedSlice(StripeCache.PAGE)
-                    .slice(0, chunk).order(NATIVE);
+            return ByteBuffer.allocateDirect(geo.chunk + StripeCache.PAGE).alignedSlice(StripeCache.PAGE)
+                    .slice(0, geo.chunk).order(NATIVE);
         }
 
         ByteBuffer parity() {
@@ -2878,6 +2853,6 @@ public final class Raid5Array implements BlockDevice {
 
     @Override
     public String toString() {
-        return "Raid5Array[" + name + ", " + members + " members, " + chunk / 1024 + "K chunk, " + layout.mdName() + "]";
+        return "Raid5Array[" + name + ", " + geo.members + " members, " + geo.chunk / 1024 + "K chunk, " + geo.layout.mdName() + "]";
     }
 }
