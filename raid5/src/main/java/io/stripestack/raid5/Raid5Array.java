@@ -9,7 +9,6 @@ import java.lang.ref.WeakReference;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -64,21 +63,9 @@ import org.slf4j.LoggerFactory;
  *       members; reads hold it shared (for every row they touch, taken in ascending slot order, so no
  *       lock cycle can form). A read therefore sees every block either before or after a racing write,
  *       never half of one, and a degraded read rebuilds from a consistent row.</li>
- *   <li>Member health ({@link #failMember}, I/O errors), the spares, the sync state and the superblocks
- *       are guarded by {@code stateLock}; the failed role and the recovery checkpoint are published in
- *       volatile fields that I/O reads after taking its row locks.</li>
- *   <li>One background thread per array ({@code stripestack-<array>-sync}, started on first need) runs
- *       md's sync actions: resync, recover (rebuild onto a spare), check and repair, with a helper
- *       thread per pass taking alternate rows. A row is processed by that row's write-slot owner,
- *       exactly like a write, so sync and foreground writes never interleave within a row; rows
- *       complete in order (a pass's watermark, guarded by the pass's monitor). The recovery checkpoint
- *       {@code recoveredRows} moves from {@code r} to {@code r + 1} only while row {@code r}'s slot is
- *       owned: a writer or reader that holds a row therefore sees a stable answer to "is the new member
- *       valid here". Sync state (requested action, frozen, needsResync) is guarded by stateLock.</li>
- *   <li>The write-intent bitmap ({@link WriteIntentBitmap}) has its own monitor, taken by every row
- *       update for a moment and held while a newly dirty region is recorded on the members; code
- *       holding it never takes stateLock (lock order: stateLock, then bitmap). A scheduled daemon
- *       thread ({@code stripestack-<array>-bitmap}) clears idle regions every 5 seconds.</li>
+ *   <li>Member health, spares and failures: {@link MemberSet}; superblocks and the write-intent bitmap:
+ *       {@link Superblocks}; resync, recover, check and repair: {@link SyncEngine}. Each says which lock
+ *       guards what; one state lock (MemberSet's) guards all three.</li>
  * </ul>
  *
  * <h2>Lifecycle (md's sync_action)</h2>
@@ -86,11 +73,8 @@ import org.slf4j.LoggerFactory;
  *   <li><b>Spares and rebuild</b>: {@link #addSpare} writes a spare superblock (role 0xffff). When a
  *       member fails (or is failed, or is missing at assembly) and a spare exists, the spare takes the
  *       role and is rebuilt online: rows below the checkpoint are read and written on it normally,
- *       rows above it are treated as degraded (reads reconstruct, writes leave it out). The checkpoint
- *       is saved in the new member's superblock ({@code recovery_offset}) about every second and at
- *       close, each time after flushing the new member, and a later assemble resumes from it; the new
- *       member is also flushed every 32 MiB of rebuilt data (write-back overlaps the rebuild) and once
- *       more before the superblock that makes it active.</li>
+ *       rows above it are treated as degraded (reads reconstruct, writes leave it out). A later assemble
+ *       resumes the rebuild from the checkpoint in the new member's superblock.</li>
  *   <li><b>Scrub</b>: {@code check} reads every row and counts mismatching 4 KiB parity pages
  *       ({@link #mismatchCount()} in 512-byte sectors, 8 per page, as md); {@code repair} rewrites
  *       them; {@code resync} recomputes parity (needed after an unclean shutdown, started by itself).</li>
@@ -127,7 +111,9 @@ public final class Raid5Array implements BlockDevice {
     private final StripeGeometry geo;
     private final int blockSize;
     private final Geometry ioHints;
-    private final Member[] roles;
+    private final MemberSet members;
+    private final Superblocks superblocks;
+    private final SyncEngine sync;
     private final Xor xor = Xor.best();
     private final MemberIoExecutor io;
     private final StripeCache cache;
@@ -153,54 +139,6 @@ public final class Raid5Array implements BlockDevice {
     private volatile boolean checkParityOnReads;
     /** Zeros for discard; only ever read. */
     private final ByteBuffer zeroChunk;
-    /** The write-intent bitmap, or null when the members have no room for one (see WriteIntentBitmap). */
-    private final WriteIntentBitmap bitmap;
-    private final WriteIntentBitmap.Members bitmapWriter = this::writeBitmapToMembers;
-    private final java.util.concurrent.ScheduledExecutorService bitmapDaemon;
-    /** The pending resync may skip regions the bitmap records as clean (set at an unclean open). */
-    private volatile boolean resyncDirtyRegionsOnly;
-
-    private final Object stateLock = new Object();
-    /** Array-wide superblock fields and dev_roles; guarded by stateLock. */
-    private final Md1Superblock template;
-    /** Role of the one faulty, missing or rebuilding member, or -1. Written under stateLock. */
-    private volatile int failedRole = -1;
-    private volatile boolean failed;
-    private volatile boolean closed;
-
-    /**
-     * Hot spares, in the order they were added; changed under stateLock. Copy-on-write so that the
-     * bitmap writer, which must not take stateLock, can walk it.
-     */
-    private final List<Member> spares = new java.util.concurrent.CopyOnWriteArrayList<>();
-    /** Devices of replaced members, closed with the array; guarded by stateLock. */
-    private final List<BlockDevice> retired = new ArrayList<>();
-    /**
-     * Rows of the rebuilding member ({@code failedRole}) that hold valid data; 0 when no rebuild runs.
-     * Advanced only by the sync thread as owner of the row's slot (see the class comment).
-     */
-    private volatile long recoveredRows;
-    /** The recovered rows known durable on the new member: what its superblock's recovery_offset says. */
-    private volatile long recoveryCheckpointRows;
-
-    // Sync state: guarded by stateLock unless volatile.
-    private Thread syncThread;
-    /** An operator's check/repair request, or null. */
-    private SyncOp requestedScrub;
-    private boolean frozen;
-    /** Parity may be stale above resyncDoneRows (unclean shutdown or an explicit resync request). */
-    private boolean needsResync;
-    private volatile long resyncDoneRows;
-    /** Set to make the running pass stop after its current row. */
-    private volatile boolean stopSync;
-    private volatile SyncOp runningSync;
-    private volatile long syncRow;
-    private volatile long syncSpeedKiBps;
-    private volatile long mismatchSectors;
-    private volatile int syncSpeedMin = DEFAULT_SYNC_SPEED_MIN;
-    private volatile int syncSpeedMax = DEFAULT_SYNC_SPEED_MAX;
-    /** Why the last pass stopped early, for {@link #resync()}. */
-    private String syncStopReason;
 
     private final IoStats stats;
     private final LongAdder fullStripeWrites;
@@ -218,65 +156,18 @@ public final class Raid5Array implements BlockDevice {
     public static final int DEFAULT_SYNC_SPEED_MAX = 200000;
 
     /**
-     * One member slot (role), or a spare (role -1). {@code device} is null when the member is missing.
-     * The device fields change only under stateLock, when a spare takes over a failed role; they are
-     * volatile because I/O reads them without that lock.
-     */
-    static final class Member {
-        final int role;
-        volatile BlockDevice device;
-        volatile String displayName;
-        volatile int devNumber;
-        volatile byte[] deviceUuid;
-        volatile long dataSizeSectors;
-        volatile Raid5Status.MemberState state;
-
-        Member(int role, BlockDevice device, String displayName, int devNumber, byte[] deviceUuid,
-               long dataSizeSectors, Raid5Status.MemberState state) {
-            this.role = role;
-            this.device = device;
-            this.displayName = displayName;
-            this.devNumber = devNumber;
-            this.deviceUuid = deviceUuid;
-            this.dataSizeSectors = dataSizeSectors;
-            this.state = state;
-        }
-
-        /** Takes over the spare's device for this role; the caller holds stateLock. */
-        void takeOver(Member spare) {
-            device = spare.device;
-            displayName = spare.displayName;
-            devNumber = spare.devNumber;
-            deviceUuid = spare.deviceUuid;
-            dataSizeSectors = spare.dataSizeSectors;
-        }
-    }
-
-    /** What one row operation does: a caller's write, a discard, or a step of a sync pass. */
-    enum SyncOp {
-        WRITE("write"), ZERO("discard"), RESYNC("resync"), RECOVER("recover"), CHECK("check"), REPAIR("repair");
-
-        final String label;
-
-        SyncOp(String label) {
-            this.label = label;
-        }
-    }
-
-    /**
      * Opens an array whose superblock facts were checked by the caller ({@link #create} or
      * {@link Raid5Assembler}), marks it active in the superblocks (events + 1) and starts its threads.
      */
-    Raid5Array(Md1Superblock template, Member[] roles, List<Member> spareMembers, long resumeRecoveryRows,
-               WriteIntentBitmap loadedBitmap, Raid5Options options, List<String> assemblyProblems) throws IOException {
+    Raid5Array(Md1Superblock template, MemberSet.Member[] roles, List<MemberSet.Member> spareMembers,
+               long resumeRecoveryRows, WriteIntentBitmap loadedBitmap, Raid5Options options,
+               List<String> assemblyProblems) throws IOException {
         this.geo = StripeGeometry.of(template);
-        this.template = template;
-        this.roles = roles;
         this.name = template.setName;
         this.assemblyProblems = List.copyOf(assemblyProblems);
         this.cleanAtOpen = template.isClean();
         int block = 512;
-        for (Member m : roles) {
+        for (MemberSet.Member m : roles) {
             if (m.device != null) {
                 block = Math.max(block, m.device.logicalBlockSize());
             }
@@ -301,67 +192,28 @@ public final class Raid5Array implements BlockDevice {
         this.parityMismatches = stats.counter("parity_mismatches");
         this.readErrorsCorrected = stats.counter("read_errors_corrected");
         this.zeroChunk = ByteBuffer.allocateDirect(geo.chunk);
-        this.bitmap = loadedBitmap != null ? loadedBitmap
+        WriteIntentBitmap bitmap = loadedBitmap != null ? loadedBitmap
                 : geo.members <= 64 ? WriteIntentBitmap.create(template, options.bitmapChunkBytes()) : null;
-        this.spares.addAll(spareMembers);
-        int absent = 0;
-        for (Member m : roles) {
-            if (m.state != Raid5Status.MemberState.ACTIVE) {
-                absent++;
-                failedRole = m.role;
-            }
-        }
-        if (absent > 1) {
-            throw new IllegalStateException(name + ": " + absent + " members unavailable");
-        }
-        if (failedRole >= 0 && roles[failedRole].state == Raid5Status.MemberState.REBUILDING) {
-            recoveredRows = Math.min(geo.rows, resumeRecoveryRows);
-            recoveryCheckpointRows = recoveredRows;
-        }
-        if (!cleanAtOpen) {
-            needsResync = true;
-            long resumeSectors = template.resyncOffset;
-            resyncDoneRows = resumeSectors > 0 ? Math.min(geo.rows, resumeSectors / template.chunkSectors) : 0;
-            resyncDirtyRegionsOnly = loadedBitmap != null;
-        }
+        this.members = new MemberSet(name, geo, roles, spareMembers, resumeRecoveryRows);
+        this.superblocks = new Superblocks(name, geo, template, bitmap, members);
+        this.sync = new SyncEngine(name, geo, members, superblocks, stats, this, template, loadedBitmap != null);
+        members.connect(superblocks, sync);
+        superblocks.connect(sync);
         int threads = options.ioThreads() > 0 ? options.ioThreads() : MemberIoExecutor.defaultThreads(geo.members);
         this.io = new MemberIoExecutor(name, threads);
-        if (bitmap != null) {
-            bitmapDaemon = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
-                Thread t = new Thread(r, "stripestack-" + name + "-bitmap");
-                t.setDaemon(true);
-                return t;
-            });
-            bitmapDaemon.scheduleWithFixedDelay(this::bitmapDaemonPass, WriteIntentBitmap.DAEMON_SLEEP_SECONDS,
-                    WriteIntentBitmap.DAEMON_SLEEP_SECONDS, TimeUnit.SECONDS);
-        } else {
-            bitmapDaemon = null;
+        superblocks.startBitmapDaemon();
+        synchronized (members.lock) {
+            superblocks.writeLocked(false);
         }
-        synchronized (stateLock) {
-            writeSuperblocksLocked(false);
-        }
-        if (failed) {
+        if (members.failed) {
             io.close();
-            for (Member m : roles) {
-                if (m.device != null) {
-                    m.device.close();
-                }
-            }
+            members.closeRoleDevices();
             throw new MediumErrorException(name + ": could not update the superblocks of the members; see the log", 0, true);
         }
         LOG.info("{}: raid5 {} members, {} KiB chunk, {}, {} bytes, {}; xor {}; stripe cache {} rows; {} I/O threads",
-                name, geo.members, geo.chunk / 1024, geo.layout.mdName(), geo.size, failedRole < 0 ? "clean" : "DEGRADED",
-                xor.name(), cache.capacity(), threads);
-        synchronized (stateLock) {
-            if (needsResync && failedRole < 0) {
-                LOG.warn("{}: the array was not shut down cleanly; resyncing parity in the background from member "
-                        + "sector {}, {}", name, geo.sectors(resyncDoneRows), resyncDirtyRegionsOnly
-                        ? bitmap.dirtyBits() + " of " + bitmap.bits() + " bitmap regions (the others had no write in flight)"
-                        : "every row (no usable write-intent bitmap)");
-            }
-            startRecoveryLocked();
-            wakeSyncLocked();
-        }
+                name, geo.members, geo.chunk / 1024, geo.layout.mdName(), geo.size,
+                members.failedRole < 0 ? "clean" : "DEGRADED", xor.name(), cache.capacity(), threads);
+        sync.start();
     }
 
     // ----------------------------------------------------------------------------------------- create
@@ -405,7 +257,7 @@ public final class Raid5Array implements BlockDevice {
         t.sizeSectors = usable / 512;
         t.dataOffsetSectors = config.dataOffsetSectors();
         t.devRoles = new int[n];
-        Member[] roles = new Member[n];
+        MemberSet.Member[] roles = new MemberSet.Member[n];
         ByteBuffer zeros = ByteBuffer.allocate(Md1Superblock.OFFSET_BYTES);
         for (int i = 0; i < n; i++) {
             BlockDevice d = devices.get(i);
@@ -414,7 +266,7 @@ public final class Raid5Array implements BlockDevice {
             random.nextBytes(uuid);
             // Clear the metadata 1.1 location (sector 0) so no older superblock there confuses mdadm.
             d.write(0, zeros.clear());
-            roles[i] = new Member(i, d, d.name(), i, uuid, d.size() / 512 - t.dataOffsetSectors,
+            roles[i] = new MemberSet.Member(i, d, d.name(), i, uuid, d.size() / 512 - t.dataOffsetSectors,
                     Raid5Status.MemberState.ACTIVE);
         }
         Raid5Array array = new Raid5Array(t, roles, List.of(), 0, null, options, List.of());
@@ -561,23 +413,7 @@ public final class Raid5Array implements BlockDevice {
     public void flush() throws IOException {
         checkOpen();
         stats.countFlush();
-        flushMembers();
-    }
-
-    /** Flushes every member holding a role (also used by close and the bitmap daemon, not counted as a flush). */
-    private void flushMembers() throws IOException {
-        checkUsable(0, true);
-        for (Member m : roles) {
-            BlockDevice device = m.device;
-            if (m.state == Raid5Status.MemberState.ACTIVE || m.state == Raid5Status.MemberState.REBUILDING) {
-                try {
-                    device.flush();
-                } catch (IOException e) {
-                    memberFailed(m.role, device, e);
-                }
-            }
-        }
-        checkUsable(0, true);
+        members.flush();
     }
 
     /**
@@ -586,58 +422,27 @@ public final class Raid5Array implements BlockDevice {
      */
     @Override
     public void close() throws IOException {
-        if (closed) {
+        if (members.closed) {
             return;
         }
-        closed = true;
-        stopSyncThread();
-        if (bitmapDaemon != null) {
-            // No interrupt: an interrupted FileChannel operation closes the member's channel.
-            bitmapDaemon.shutdown();
-            boolean interrupted = false;
-            while (true) {
-                try {
-                    if (bitmapDaemon.awaitTermination(1, TimeUnit.MINUTES)) {
-                        break;
-                    }
-                } catch (InterruptedException e) {
-                    interrupted = true;
-                }
-            }
-            if (interrupted) {
-                Thread.currentThread().interrupt();
-            }
-        }
+        members.closed = true;
+        sync.stop();
+        superblocks.stopBitmapDaemon();
         IOException first = null;
         try {
-            if (!failed) {
-                long rowsBeforeFlush = recoveredRows;
-                flushMembers();
-                synchronized (stateLock) {
-                    recoveryCheckpointRows = rowsBeforeFlush;
-                    if (bitmap != null && failedRole < 0 && !needsResync) {
-                        bitmap.clearAll();
-                    }
-                    writeSuperblocksLocked(true);
+            if (!members.failed) {
+                long rowsBeforeFlush = members.recoveredRows;
+                members.flush();
+                synchronized (members.lock) {
+                    superblocks.closeCleanLocked(rowsBeforeFlush,
+                            members.failedRole >= 0 || sync.resyncPendingLocked());
                 }
             }
         } catch (IOException e) {
             first = e;
         }
         io.close();
-        List<BlockDevice> devices = new ArrayList<>();
-        synchronized (stateLock) {
-            for (Member m : roles) {
-                if (m.device != null) {
-                    devices.add(m.device);
-                }
-            }
-            for (Member s : spares) {
-                devices.add(s.device);
-            }
-            devices.addAll(retired);
-        }
-        for (BlockDevice d : devices) {
+        for (BlockDevice d : members.allDevices()) {
             try {
                 d.close();
             } catch (IOException e) {
@@ -651,28 +456,8 @@ public final class Raid5Array implements BlockDevice {
         }
     }
 
-    /** Makes the sync thread finish its current row and exit; close() then writes the checkpoints. */
-    private void stopSyncThread() {
-        Thread t;
-        synchronized (stateLock) {
-            stopSync = true;
-            stateLock.notifyAll();
-            t = syncThread;
-        }
-        if (t == null || t == Thread.currentThread()) {
-            return;
-        }
-        boolean interrupted = false;
-        while (t.isAlive()) {
-            try {
-                t.join();
-            } catch (InterruptedException e) {
-                interrupted = true;
-            }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
-        }
+    private void checkOpen() throws IOException {
+        members.checkOpen();
     }
 
     // ----------------------------------------------------------------------------------------- controls
@@ -722,11 +507,7 @@ public final class Raid5Array implements BlockDevice {
 
     /** Marks member {@code role} faulty as if it had returned an I/O error (operator action, like mdadm --fail). */
     public void failMember(int role) throws IOException {
-        if (role < 0 || role >= geo.members) {
-            throw new IllegalArgumentException(name + ": member role " + role + " does not exist; roles are 0.."
-                    + (geo.members - 1));
-        }
-        memberFailed(role, null, new IOException("failed by operator"));
+        members.failMember(role);
     }
 
     /**
@@ -738,34 +519,7 @@ public final class Raid5Array implements BlockDevice {
      * @throws IllegalArgumentException naming the device when it is too small or its block size does not fit
      */
     public void addSpare(BlockDevice device) throws IOException {
-        checkOpen();
-        long needed = geo.dataOffset + template.sizeSectors * 512;
-        if (device.size() < needed) {
-            throw new IllegalArgumentException(name + ": " + device.name() + " is " + device.size()
-                    + " bytes; a member of this array needs at least " + needed
-                    + " (data offset + member size) -- use a larger device");
-        }
-        if (device.logicalBlockSize() > blockSize || geo.chunk % device.logicalBlockSize() != 0) {
-            throw new IllegalArgumentException(name + ": " + device.name() + " has " + device.logicalBlockSize()
-                    + "-byte blocks; the array uses " + blockSize + "-byte blocks -- use a device with "
-                    + blockSize + "-byte (or smaller) blocks");
-        }
-        byte[] uuid = new byte[16];
-        new java.security.SecureRandom().nextBytes(uuid);
-        device.write(0, ByteBuffer.allocate(Md1Superblock.OFFSET_BYTES));
-        synchronized (stateLock) {
-            checkOpen();
-            int devNumber = template.devRoles.length;
-            template.devRoles = Arrays.copyOf(template.devRoles, devNumber + 1);
-            template.devRoles[devNumber] = Md1Superblock.ROLE_SPARE;
-            Member spare = new Member(-1, device, device.name(), devNumber, uuid,
-                    device.size() / 512 - template.dataOffsetSectors, Raid5Status.MemberState.ACTIVE);
-            spares.add(spare);
-            writeSuperblocksLocked(false);
-            LOG.info("{}: added {} as a spare (device number {})", name, device.name(), devNumber);
-            startRecoveryLocked();
-            wakeSyncLocked();
-        }
+        members.addSpare(device, blockSize);
     }
 
     /**
@@ -775,47 +529,20 @@ public final class Raid5Array implements BlockDevice {
      * @throws IllegalStateException when the member is active or being rebuilt (fail it first)
      */
     public void removeMember(int role) throws IOException {
-        if (role < 0 || role >= geo.members) {
-            throw new IllegalArgumentException(name + ": member role " + role + " does not exist; roles are 0.."
-                    + (geo.members - 1));
-        }
-        BlockDevice device;
-        synchronized (stateLock) {
-            Member m = roles[role];
-            if (m.state == Raid5Status.MemberState.ACTIVE || m.state == Raid5Status.MemberState.REBUILDING) {
-                throw new IllegalStateException(name + ": member " + role + " (" + m.displayName + ") is "
-                        + m.state.name().toLowerCase(java.util.Locale.ROOT) + "; fail it first (failMember)");
-            }
-            device = m.device;
-            if (device == null) {
-                return;
-            }
-            m.device = null;
-            m.displayName = null;
-            m.state = Raid5Status.MemberState.MISSING;
-            writeSuperblocksLocked(false);
-            LOG.info("{}: removed faulty member {} ({})", name, role, device.name());
-        }
-        device.close();
+        members.removeMember(role);
     }
 
     public Raid5Status status() {
-        List<Raid5Status.Member> list = new ArrayList<>(geo.members);
-        List<String> spareNames = new ArrayList<>();
+        List<Raid5Status.Member> roles;
+        List<String> spareNames;
         long events;
-        synchronized (stateLock) {
-            events = template.events;
-            for (Member m : roles) {
-                list.add(new Raid5Status.Member(m.role, m.device == null ? null : m.displayName, m.state));
-            }
-            for (Member s : spares) {
-                spareNames.add(s.displayName);
-            }
+        synchronized (members.lock) {
+            events = superblocks.events();
+            roles = members.describeRolesLocked();
+            spareNames = members.spareNamesLocked();
         }
-        Raid5Status.Health health = failed ? Raid5Status.Health.FAILED
-                : failedRole >= 0 ? Raid5Status.Health.DEGRADED : Raid5Status.Health.CLEAN;
-        return new Raid5Status(name, health, List.copyOf(list), events, geo.size, geo.chunk, geo.layout,
-                List.copyOf(spareNames), syncProgress(), mismatchSectors);
+        return new Raid5Status(name, members.health(), roles, events, geo.size, geo.chunk, geo.layout,
+                spareNames, syncProgress(), sync.mismatchCount());
     }
 
     /** Problems assemble found and worked around (stale, foreign or missing members); empty when none. */
@@ -847,9 +574,7 @@ public final class Raid5Array implements BlockDevice {
 
     /** The set UUID as mdadm prints it. */
     public String uuid() {
-        synchronized (stateLock) {
-            return Md1Superblock.formatUuid(template.setUuid);
-        }
+        return superblocks.uuid();
     }
 
     /**
@@ -860,46 +585,14 @@ public final class Raid5Array implements BlockDevice {
      * @throws IOException when the resync cannot complete (degraded, failed or closed array)
      */
     public void resync() throws IOException {
-        synchronized (stateLock) {
-            if (failedRole >= 0) {
-                throw new IOException(name + ": cannot resync parity while degraded (member " + failedRole
-                        + " is not active); replace the member first");
-            }
-            needsResync = true;
-            resyncDirtyRegionsOnly = false;
-            resyncDoneRows = 0;
-            syncStopReason = null;
-            frozen = false;
-            wakeSyncLocked();
-            boolean interrupted = false;
-            while (needsResync && syncStopReason == null && !closed) {
-                try {
-                    stateLock.wait();
-                } catch (InterruptedException e) {
-                    interrupted = true;
-                }
-            }
-            if (interrupted) {
-                Thread.currentThread().interrupt();
-            }
-            if (needsResync) {
-                throw new IOException(name + ": resync did not complete: "
-                        + (syncStopReason != null ? syncStopReason : "the array was closed"));
-            }
-        }
+        sync.resync();
     }
 
     // ----------------------------------------------------------------------------------------- sync
 
     /** md's sync_action: what the sync thread is doing ("idle", "frozen", "resync", "recover", "check", "repair"). */
     public String syncAction() {
-        SyncOp running = runningSync;
-        if (running != null) {
-            return running.label;
-        }
-        synchronized (stateLock) {
-            return frozen ? "frozen" : "idle";
-        }
+        return sync.action();
     }
 
     /**
@@ -913,103 +606,35 @@ public final class Raid5Array implements BlockDevice {
      * @throws IllegalStateException    when the action is not possible now, saying why
      */
     public void setSyncAction(String action) {
-        synchronized (stateLock) {
-            switch (action) {
-                case "idle" -> {
-                    requestedScrub = null;
-                    frozen = false;
-                    if (runningSync == SyncOp.CHECK || runningSync == SyncOp.REPAIR) {
-                        stopSync = true;
-                    }
-                }
-                case "frozen" -> {
-                    frozen = true;
-                    stopSync = runningSync != null;
-                }
-                case "check", "repair" -> {
-                    requireIdleAndHealthy(action);
-                    requestedScrub = action.equals("check") ? SyncOp.CHECK : SyncOp.REPAIR;
-                    frozen = false;
-                }
-                case "resync" -> {
-                    requireIdleAndHealthy(action);
-                    needsResync = true;
-                    resyncDirtyRegionsOnly = false;
-                    resyncDoneRows = 0;
-                    frozen = false;
-                }
-                case "recover" -> {
-                    if (failedRole < 0) {
-                        throw new IllegalStateException(name + ": nothing to recover: every member is active");
-                    }
-                    if (roles[failedRole].state != Raid5Status.MemberState.REBUILDING && spares.isEmpty()) {
-                        throw new IllegalStateException(name + ": cannot recover member " + failedRole
-                                + ": there is no spare -- add one (addSpare) and the rebuild starts by itself");
-                    }
-                    frozen = false;
-                    startRecoveryLocked();
-                }
-                default -> throw new IllegalArgumentException(name + ": unknown sync action '" + action
-                        + "'; use idle, frozen, check, repair, resync or recover");
-            }
-            wakeSyncLocked();
-        }
-    }
-
-    private void requireIdleAndHealthy(String action) {
-        if (failed || failedRole >= 0) {
-            throw new IllegalStateException(name + ": cannot " + action + " a degraded array (member " + failedRole
-                    + " is not active); replace the member first");
-        }
-        SyncOp running = runningSync;
-        if (running != null || needsResync) {
-            throw new IllegalStateException(name + ": " + (running != null ? running.label : "resync")
-                    + " is in progress; wait for it, or write idle to stop a check or repair first");
-        }
+        sync.setAction(action);
     }
 
     /** Progress of the running sync action; see {@link SyncProgress}. */
     public SyncProgress syncProgress() {
-        SyncOp running = runningSync;
-        long total = geo.sectors(geo.rows);
-        if (running == null) {
-            return new SyncProgress(syncAction(), 0, total, 0, -1);
-        }
-        long done = geo.sectors(syncRow);
-        long speed = syncSpeedKiBps;
-        long eta = speed > 0 ? (total - done) / 2 / speed : -1;
-        return new SyncProgress(running.label, done, total, speed, eta);
+        return sync.progress();
     }
 
     /** md's mismatch_cnt: 512-byte sectors found inconsistent by the last check or repair (8 per 4 KiB page). */
     public long mismatchCount() {
-        return mismatchSectors;
+        return sync.mismatchCount();
     }
 
     /** md's sync_speed_min in KiB/s: the sync runs at least this fast even with foreground I/O. */
     public int syncSpeedMin() {
-        return syncSpeedMin;
+        return sync.speedMin();
     }
 
     public void setSyncSpeedMin(int kibPerSecond) {
-        if (kibPerSecond < 1) {
-            throw new IllegalArgumentException(name + ": sync_speed_min " + kibPerSecond + " KiB/s must be at least 1");
-        }
-        syncSpeedMin = kibPerSecond;
-        LOG.info("{}: sync_speed_min {} KiB/s", name, kibPerSecond);
+        sync.setSpeedMin(kibPerSecond);
     }
 
     /** md's sync_speed_max in KiB/s: the sync never runs faster. */
     public int syncSpeedMax() {
-        return syncSpeedMax;
+        return sync.speedMax();
     }
 
     public void setSyncSpeedMax(int kibPerSecond) {
-        if (kibPerSecond < 1) {
-            throw new IllegalArgumentException(name + ": sync_speed_max " + kibPerSecond + " KiB/s must be at least 1");
-        }
-        syncSpeedMax = kibPerSecond;
-        LOG.info("{}: sync_speed_max {} KiB/s", name, kibPerSecond);
+        sync.setSpeedMax(kibPerSecond);
     }
 
     /**
@@ -1018,427 +643,19 @@ public final class Raid5Array implements BlockDevice {
      * @return false if the time ran out first
      */
     public boolean awaitSyncIdle(long timeout, TimeUnit unit) throws InterruptedException {
-        long deadline = System.nanoTime() + unit.toNanos(timeout);
-        synchronized (stateLock) {
-            while (!closed && (runningSync != null || (!frozen && nextSyncLocked() != null))) {
-                long left = deadline - System.nanoTime();
-                if (left <= 0) {
-                    return false;
-                }
-                TimeUnit.NANOSECONDS.timedWait(stateLock, left);
-            }
-            return true;
-        }
-    }
-
-    /** What the sync thread should do next, by md's priority: recovery, resync, requested scrub. */
-    private SyncOp nextSyncLocked() {
-        if (failed || closed) {
-            return null;
-        }
-        if (failedRole >= 0 && roles[failedRole].state == Raid5Status.MemberState.REBUILDING) {
-            return SyncOp.RECOVER;
-        }
-        if (failedRole >= 0) {
-            return null;
-        }
-        if (needsResync) {
-            return SyncOp.RESYNC;
-        }
-        return requestedScrub;
-    }
-
-    /** If degraded with a spare and no rebuild running, makes the spare the rebuilding member. */
-    private void startRecoveryLocked() {
-        if (failed || closed || failedRole < 0 || spares.isEmpty()) {
-            return;
-        }
-        Member slot = roles[failedRole];
-        if (slot.state == Raid5Status.MemberState.REBUILDING) {
-            return;
-        }
-        Member spare = spares.remove(0);
-        if (slot.device != null) {
-            retired.add(slot.device);
-        }
-        recoveredRows = 0;
-        recoveryCheckpointRows = 0;
-        slot.takeOver(spare);
-        template.devRoles[spare.devNumber] = slot.role;
-        slot.state = Raid5Status.MemberState.REBUILDING;
-        if (runningSync != null && runningSync != SyncOp.RECOVER) {
-            stopSync = true;
-        }
-        writeSuperblocksLocked(false);
-        LOG.warn("{}: rebuilding member {} onto spare {}", name, slot.role, slot.displayName);
-    }
-
-    /** Starts the sync thread if it is needed and not running, and wakes it. */
-    private void wakeSyncLocked() {
-        stateLock.notifyAll();
-        if (syncThread == null && !closed && nextSyncLocked() != null) {
-            syncThread = new Thread(this::syncLoop, "stripestack-" + name + "-sync");
-            syncThread.setDaemon(true);
-            syncThread.start();
-        }
-    }
-
-    private void syncLoop() {
-        while (true) {
-            SyncOp op;
-            long from;
-            synchronized (stateLock) {
-                while (!closed && (frozen || nextSyncLocked() == null)) {
-                    try {
-                        stateLock.wait();
-                    } catch (InterruptedException e) {
-                        return;
-                    }
-                }
-                if (closed) {
-                    return;
-                }
-                op = nextSyncLocked();
-                from = op == SyncOp.RECOVER ? recoveredRows : op == SyncOp.RESYNC ? resyncDoneRows : 0;
-                if (op == SyncOp.CHECK || op == SyncOp.REPAIR) {
-                    mismatchSectors = 0;
-                }
-                stopSync = false;
-                syncStopReason = null;
-                syncRow = from;
-                syncSpeedKiBps = 0;
-                runningSync = op;
-                LOG.info("{}: {} started at member sector {} of {}", name, op.label, geo.sectors(from),
-                        geo.sectors(geo.rows));
-            }
-            String stopped = runPass(op, from);
-            synchronized (stateLock) {
-                finishPassLocked(op, stopped);
-                runningSync = null;
-                syncSpeedKiBps = 0;
-                stateLock.notifyAll();
-            }
-        }
-    }
-
-    /**
-     * Runs one pass from row {@code from} with {@value #SYNC_WORKERS} workers (this thread and a helper),
-     * so one row's member reads overlap another's XOR and write. Rows are taken in order and complete in
-     * order ({@link #completeSyncRow}); a worker stops taking rows when asked to stop, and finishes
-     * every row it took. Returns null when the pass completed, else why it stopped.
-     */
-    private String runPass(SyncOp op, long from) {
-        SyncPass pass = new SyncPass(op, from);
-        Thread[] helpers = new Thread[SYNC_WORKERS - 1];
-        for (int i = 0; i < helpers.length; i++) {
-            helpers[i] = new Thread(() -> syncWorker(pass), Thread.currentThread().getName() + "-" + (i + 2));
-            helpers[i].setDaemon(true);
-            helpers[i].start();
-        }
-        syncWorker(pass);
-        boolean interrupted = false;
-        for (Thread helper : helpers) {
-            while (helper.isAlive()) {
-                try {
-                    helper.join();
-                } catch (InterruptedException e) {
-                    interrupted = true;
-                }
-            }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
-        }
-        if (pass.error != null) {
-            return ERROR_PREFIX + pass.error;
-        }
-        long reached;
-        synchronized (pass) {
-            reached = pass.watermark;
-        }
-        if (reached < geo.rows) {
-            return closed ? "the array was closed" : failed ? "the array failed" : "stopped";
-        }
-        int role = failedRole;
-        if (op == SyncOp.RECOVER && role >= 0 && rebuildingOnto(pass.recoverDevice)) {
-            // The superblock that makes the new member active must not become durable before its last rows.
-            try {
-                pass.recoverDevice.flush();
-            } catch (IOException e) {
-                memberFailed(role, pass.recoverDevice, e);
-                return "the new member failed flushing its last rows";
-            }
-        }
-        return null;
-    }
-
-    private static final int SYNC_WORKERS = 2;
-
-    /** Whether {@code device} is still the member being rebuilt. */
-    private boolean rebuildingOnto(BlockDevice device) {
-        int role = failedRole;
-        return device != null && role >= 0 && roles[role].state == Raid5Status.MemberState.REBUILDING
-                && roles[role].device == device;
-    }
-    /** Marks a pass that stopped on an error (as opposed to a request or a state change). */
-    private static final String ERROR_PREFIX = "error: ";
-
-    /** One pass's shared state; {@code next} is atomic, the rest is guarded by the pass's monitor. */
-    private final class SyncPass {
-        final SyncOp op;
-        final java.util.concurrent.atomic.AtomicLong next;
-        final SpeedMeter meter;
-        long watermark;
-        /** Rows actually read and written, for the speed limits (skipped clean regions cost nothing). */
-        final java.util.concurrent.atomic.AtomicLong processed = new java.util.concurrent.atomic.AtomicLong();
-        final boolean dirtyRegionsOnly;
-        long lastCheckpoint = System.nanoTime();
-        /** Recover: rows below this were flushed to the new member by a worker; one flush at a time. */
-        long flushedRows;
-        boolean flushing;
-        volatile String error;
-
-        /** For recover: the device being rebuilt when the pass started; the pass ends if it is replaced. */
-        final BlockDevice recoverDevice;
-
-        SyncPass(SyncOp op, long from) {
-            this.op = op;
-            this.recoverDevice = op == SyncOp.RECOVER && failedRole >= 0 ? roles[failedRole].device : null;
-            this.dirtyRegionsOnly = op == SyncOp.RESYNC && resyncDirtyRegionsOnly && bitmap != null;
-            this.next = new java.util.concurrent.atomic.AtomicLong(from);
-            this.meter = new SpeedMeter(0);
-            this.watermark = from;
-            this.flushedRows = from;
-        }
-
-        boolean stopping() {
-            return stopSync || closed || failed || error != null || (op == SyncOp.RECOVER && !rebuildingOnto(recoverDevice));
-        }
-    }
-
-    private void syncWorker(SyncPass pass) {
-        Context ctx = contexts.get();
-        RowWrite w = ctx.rowWrite;
-        while (!pass.stopping()) {
-            long row = pass.next.getAndIncrement();
-            if (row >= geo.rows) {
-                return;
-            }
-            if (pass.dirtyRegionsOnly && !bitmap.isDirty(row)) {
-                completeSyncRow(pass, row, 0);  // no write was in flight there: parity is consistent
-                continue;
-            }
-            pass.meter.throttle(pass);
-            w.setSync(row, pass);
-            try {
-                submit(w, ctx);
-            } catch (IOException e) {
-                LOG.error("{}: {} stopped at row {}: {}", name, pass.op.label, row, e.getMessage());
-                pass.error = e.getMessage();
-            } finally {
-                w.pass = null;
-            }
-            pass.processed.incrementAndGet();
-            if (pass.op == SyncOp.RECOVER && pass.error == null && rebuildingOnto(pass.recoverDevice)) {
-                checkpointRecovery(pass);
-            }
-        }
-    }
-
-    /**
-     * Writes the rebuild checkpoint to the superblocks about once a second. The new member is flushed
-     * first: the recorded offset must never be ahead of what is durable on it. Between checkpoints the
-     * new member is also flushed every 32 MiB ({@link #WRITEBACK_BYTES}) of rebuilt data, so the kernel
-     * writes it back while the other workers rebuild the next rows instead of all at the end (a rebuild
-     * shorter than the checkpoint interval otherwise pays its whole write-back after its last row).
-     * One worker flushes at a time ({@code pass.flushing}); the others keep rebuilding meanwhile.
-     */
-    private void checkpointRecovery(SyncPass pass) {
-        long rowsNow = recoveredRows;
-        boolean checkpoint;
-        synchronized (pass) {
-            checkpoint = System.nanoTime() - pass.lastCheckpoint >= CHECKPOINT_NANOS;
-            if (pass.flushing || (!checkpoint && rowsNow - pass.flushedRows < Math.max(1, WRITEBACK_BYTES / geo.chunk))) {
-                return;
-            }
-            pass.flushing = true;
-        }
-        try {
-            int role = failedRole;
-            if (role < 0) {
-                return;
-            }
-            Member target = roles[role];
-            BlockDevice device = pass.recoverDevice;
-            try {
-                device.flush();
-            } catch (IOException e) {
-                memberFailed(role, device, e);
-                return;
-            }
-            if (!checkpoint) {
-                return;
-            }
-            synchronized (stateLock) {
-                if (failedRole == role && target.state == Raid5Status.MemberState.REBUILDING && target.device == device) {
-                    recoveryCheckpointRows = rowsNow;
-                    writeSuperblocksLocked(false);
-                }
-            }
-        } finally {
-            synchronized (pass) {
-                pass.flushing = false;
-                pass.flushedRows = Math.max(pass.flushedRows, rowsNow);
-                if (checkpoint) {
-                    pass.lastCheckpoint = System.nanoTime();
-                }
-            }
-        }
-    }
-
-    /**
-     * Called by the owner of {@code row}'s slot once the row is done: waits until every earlier row of
-     * the pass is done, then moves the watermark (and, for recover, the checkpoint) past it. Returns
-     * false if the pass stopped with an error meanwhile (the row's result is then not counted).
-     */
-    private boolean completeSyncRow(SyncPass pass, long row, long mismatched) {
-        synchronized (pass) {
-            while (pass.watermark != row) {
-                if (pass.error != null || failed || closed
-                        || (pass.op == SyncOp.RECOVER && !rebuildingOnto(pass.recoverDevice))) {
-                    return false;
-                }
-                try {
-                    pass.wait(10);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    return false;
-                }
-            }
-            if (pass.op == SyncOp.RECOVER) {
-                if (!rebuildingOnto(pass.recoverDevice)) {
-                    return false;
-                }
-                recoveredRows = row + 1;
-            } else if (pass.op == SyncOp.RESYNC) {
-                resyncDoneRows = row + 1;
-            } else {
-                mismatchSectors += mismatched;
-            }
-            pass.watermark = row + 1;
-            syncRow = row + 1;
-            pass.notifyAll();
-            return true;
-        }
-    }
-
-    private static final long CHECKPOINT_NANOS = TimeUnit.SECONDS.toNanos(1);
-    /** Rebuilt bytes between flushes of the new member that only start its write-back (no checkpoint). */
-    private static final int WRITEBACK_BYTES = 32 << 20;
-
-    private void finishPassLocked(SyncOp op, String stopped) {
-        syncStopReason = stopped;
-        if (op == SyncOp.CHECK || op == SyncOp.REPAIR) {
-            requestedScrub = null;
-        }
-        if (stopped != null) {
-            LOG.info("{}: {} stopped at member sector {}: {}", name, op.label, geo.sectors(syncRow), stopped);
-            if (stopped.startsWith(ERROR_PREFIX) && nextSyncLocked() == op) {
-                // Nothing changed that would make a retry succeed: wait for the operator instead of spinning.
-                frozen = true;
-                LOG.error("{}: {} failed and is frozen; fix the cause, then write idle (or the action) to retry",
-                        name, op.label);
-            }
-            return;
-        }
-        switch (op) {
-            case RECOVER -> {
-                if (failedRole < 0 || roles[failedRole].state != Raid5Status.MemberState.REBUILDING) {
-                    return;                      // the new member failed after its last row
-                }
-                Member m = roles[failedRole];
-                m.state = Raid5Status.MemberState.ACTIVE;
-                failedRole = -1;
-                recoveredRows = 0;
-                // Recovery wrote every row's missing chunk from the others: every row is consistent now.
-                needsResync = false;
-                resyncDirtyRegionsOnly = false;
-                writeSuperblocksLocked(false);
-                LOG.info("{}: rebuild of member {} ({}) complete; the array is clean", name, m.role, m.displayName);
-            }
-            case RESYNC -> {
-                needsResync = false;
-                resyncDirtyRegionsOnly = false;
-                LOG.info("{}: resync complete", name);
-            }
-            case CHECK, REPAIR -> LOG.info("{}: {} complete, mismatch_cnt {}", name, op.label, mismatchSectors);
-            default -> throw new IllegalStateException(op.label);
-        }
-    }
-
-    /**
-     * md's sync throttle, used by the sync thread only: progress marks every half second over a window
-     * of about two seconds give the current speed; above sync_speed_max the thread sleeps, above
-     * sync_speed_min it also sleeps while foreground I/O keeps arriving.
-     */
-    private final class SpeedMeter {
-        private static final int MARKS = 4;
-        private static final long MARK_STEP = TimeUnit.MILLISECONDS.toNanos(500);
-        private final long[] markTime = new long[MARKS];
-        private final long[] markRow = new long[MARKS];
-        private int last;
-        private long foregroundOps = -1;
-
-        SpeedMeter(long fromRow) {
-            long now = System.nanoTime();
-            Arrays.fill(markTime, now);
-            Arrays.fill(markRow, fromRow);
-        }
-
-        synchronized void throttle(SyncPass pass) {
-            while (!pass.stopping()) {
-                long row = pass.processed.get();
-                long now = System.nanoTime();
-                if (now - markTime[last] >= MARK_STEP) {
-                    last = (last + 1) % MARKS;
-                    markTime[last] = now;
-                    markRow[last] = row;
-                }
-                int oldest = (last + 1) % MARKS;
-                long elapsed = now - markTime[oldest];
-                long kib = (row - markRow[oldest]) * (geo.chunk / 1024);
-                long speed = (long) (kib * 1e9 / Math.max(elapsed, 1_000_000));
-                syncSpeedKiBps = speed;
-                long ops = stats.readOps() + stats.writeOps() + stats.inFlight();
-                boolean busy = foregroundOps >= 0 && ops != foregroundOps;
-                foregroundOps = ops;
-                if (speed <= syncSpeedMin || (speed <= syncSpeedMax && !busy)) {
-                    return;
-                }
-                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(busy ? 5 : 20));
-            }
-        }
+        return sync.awaitIdle(timeout, unit);
     }
 
     // ----------------------------------------------------------------------------------------- reads
-
-    /**
-     * The member whose chunks of {@code row} must be rebuilt from the others, or -1: the failed member,
-     * unless it is being rebuilt and {@code row} is below the checkpoint. Call with the row held (slot
-     * owner or shared row lock) and pass values of {@code failedRole} and {@code recoveredRows} read once.
-     */
-    private static int missingIn(long row, int failedRole, long recoveredRows) {
-        return failedRole >= 0 && row >= recoveredRows ? failedRole : -1;
-    }
 
     private void readRange(long offset, ByteBuffer dst, int dstIndex, int length) throws IOException {
         long firstRow = offset / geo.rowBytes;
         long lastRow = (offset + length - 1) / geo.rowBytes;
         lockRowsShared(firstRow, lastRow);
         try {
-            checkUsable(offset, false);
-            int failedNow = failedRole;
-            long recovered = recoveredRows;
+            members.checkUsable(offset, false);
+            int failedNow = members.failedRole;
+            long recovered = members.recoveredRows;
             MemberIoExecutor.Batch batch = io.batch();
             boolean degraded = false;
             long pos = offset;
@@ -1450,8 +667,8 @@ public final class Raid5Array implements BlockDevice {
                 int len = Math.min(left, geo.chunk - inChunk);
                 long row = chunkNo / geo.dataDisks;
                 int member = geo.dataMember(row, (int) (chunkNo - row * geo.dataDisks));
-                if (member != missingIn(row, failedNow, recovered)) {
-                    batch.add(member, roles[member].device, geo.memberOffset(row) + inChunk, dst.slice(di, len), false);
+                if (member != MemberSet.missingIn(row, failedNow, recovered)) {
+                    batch.add(member, members.roles[member].device, geo.memberOffset(row) + inChunk, dst.slice(di, len), false);
                 } else {
                     degraded = true;
                 }
@@ -1473,7 +690,7 @@ public final class Raid5Array implements BlockDevice {
             if (degraded) {
                 rebuildMissingPieces(offset, dst, dstIndex, length, failedNow, recovered);
             }
-            if (checkParityOnReads && failedRole < 0) {
+            if (checkParityOnReads && members.failedRole < 0) {
                 verifyRows(offset, length);
             }
         } finally {
@@ -1493,9 +710,9 @@ public final class Raid5Array implements BlockDevice {
         long row = inData / geo.chunk;
         int inChunk = (int) (inData % geo.chunk);
         long arrayOffset = row * geo.rowBytes;
-        if (missingIn(row, failedNow, recovered) >= 0 || failed) {
-            memberFailed(member, device, error);
-            checkUsable(arrayOffset, false);
+        if (MemberSet.missingIn(row, failedNow, recovered) >= 0 || members.failed) {
+            members.memberFailed(member, device, error);
+            members.checkUsable(arrayOffset, false);
             throw new MediumErrorException(name + ": member " + member + " failed reading row " + row
                     + " while another member was missing", arrayOffset, false, error);
         }
@@ -1505,17 +722,17 @@ public final class Raid5Array implements BlockDevice {
             rebuild(row, member, inChunk, target, len, arrayOffset);
             degradedReads.increment();
         } catch (MediumErrorException e) {
-            memberFailed(member, device, error);
-            checkUsable(arrayOffset, false);
+            members.memberFailed(member, device, error);
+            members.checkUsable(arrayOffset, false);
             throw e;
         }
         try {
             device.write(memberOffset, piece.duplicate().clear());
             readErrorsCorrected.increment();
             LOG.warn("{}: read error on member {} ({}) at byte {} corrected: {} bytes rebuilt from parity and "
-                    + "rewritten ({})", name, member, roles[member].displayName, memberOffset, len, error.getMessage());
+                    + "rewritten ({})", name, member, members.roles[member].displayName, memberOffset, len, error.getMessage());
         } catch (IOException e) {
-            memberFailed(member, device, e);
+            members.memberFailed(member, device, e);
         }
     }
 
@@ -1531,8 +748,8 @@ public final class Raid5Array implements BlockDevice {
             int len = Math.min(left, geo.chunk - inChunk);
             long row = chunkNo / geo.dataDisks;
             int member = geo.dataMember(row, (int) (chunkNo - row * geo.dataDisks));
-            if (member == missingIn(row, failedNow, recovered)) {
-                checkUsable(pos, false);
+            if (member == MemberSet.missingIn(row, failedNow, recovered)) {
+                members.checkUsable(pos, false);
                 rebuild(row, member, inChunk, dst.slice(di, len).order(NATIVE), len, pos);
                 degradedReads.increment();
             }
@@ -1557,7 +774,7 @@ public final class Raid5Array implements BlockDevice {
             if (m == missing) {
                 continue;
             }
-            BlockDevice device = roles[m].device;
+            BlockDevice device = members.roles[m].device;
             try {
                 if (first) {
                     device.read(memberOffset, target.duplicate().position(0).limit(len));
@@ -1570,8 +787,8 @@ public final class Raid5Array implements BlockDevice {
                 }
             } catch (IOException e) {
                 ctx.srcs[0] = null;
-                memberFailed(m, device, e);
-                checkUsable(arrayOffset, false);
+                members.memberFailed(m, device, e);
+                members.checkUsable(arrayOffset, false);
                 throw new MediumErrorException(name + ": cannot rebuild row " + row + " of member " + missing
                         + ": member " + m + " failed too (" + e.getMessage() + ")", arrayOffset, false, e);
             }
@@ -1602,11 +819,11 @@ public final class Raid5Array implements BlockDevice {
             long memberOffset = geo.memberOffset(row) + lo;
             for (int m = 0; m < geo.members; m++) {
                 ByteBuffer target = m == 0 ? acc.clear().limit(len) : scratch.clear().limit(len);
-                BlockDevice device = roles[m].device;
+                BlockDevice device = members.roles[m].device;
                 try {
                     device.read(memberOffset, target);
                 } catch (IOException e) {
-                    memberFailed(m, device, e);
+                    members.memberFailed(m, device, e);
                     return;
                 }
                 if (m > 0) {
@@ -1669,8 +886,8 @@ public final class Raid5Array implements BlockDevice {
 
     /** One caller's write, discard or sync step on one row. Reused per thread. */
     final class RowWrite {
-        SyncOp op = SyncOp.WRITE;
-        SyncPass pass;
+        RowOp op = RowOp.WRITE;
+        SyncEngine.SyncPass pass;
         long row;
         int inRow;
         int length;
@@ -1687,7 +904,7 @@ public final class Raid5Array implements BlockDevice {
         Thread waiter;
 
         void set(long row, int inRow, int length, ByteBuffer src, int srcIndex) {
-            this.op = SyncOp.WRITE;
+            this.op = RowOp.WRITE;
             this.row = row;
             this.inRow = inRow;
             this.length = length;
@@ -1698,11 +915,11 @@ public final class Raid5Array implements BlockDevice {
         /** Zeros over {@code [inRow, inRow + length)} of the row (a discard). */
         void setZero(long row, int inRow, int length) {
             set(row, inRow, length, null, 0);
-            this.op = SyncOp.ZERO;
+            this.op = RowOp.ZERO;
         }
 
         /** A step of {@code syncPass} on the row (processed by whichever thread owns the row's slot). */
-        void setSync(long row, SyncPass syncPass) {
+        void setSync(long row, SyncEngine.SyncPass syncPass) {
             set(row, 0, 0, null, 0);
             this.op = syncPass.op;
             this.pass = syncPass;
@@ -1723,7 +940,7 @@ public final class Raid5Array implements BlockDevice {
     }
 
     /** Queues {@code w} on its row's slot and waits until it is done (processing it if it falls to this thread). */
-    private void submit(RowWrite w, Context ctx) throws IOException {
+    void submit(RowWrite w, Context ctx) throws IOException {
         ctx.single[0] = w;
         enqueue(w);
         awaitAll(ctx.single, 1, ctx);
@@ -1808,7 +1025,7 @@ public final class Raid5Array implements BlockDevice {
         boolean interrupted = false;
         synchronized (slot) {
             count = collectBatch(slot, ctx);
-            if (ctx.batch[0].op == SyncOp.WRITE) {
+            if (ctx.batch[0].op == RowOp.WRITE) {
                 long deadline = 0;
                 // Once held, the hold lasts while any other caller's write is in progress (md keeps delayed
                 // stripes until the array goes idle): when the stream ends, the last row goes out at once
@@ -1842,7 +1059,7 @@ public final class Raid5Array implements BlockDevice {
         try {
             long started = System.nanoTime();
             processRow(slot, ctx.batch, count, ctx);
-            if (ctx.batch[0].op == SyncOp.WRITE) {
+            if (ctx.batch[0].op == RowOp.WRITE) {
                 long average = rowUpdateNanos;
                 rowUpdateNanos = average + ((System.nanoTime() - started - average) >> 3);
             }
@@ -1885,7 +1102,7 @@ public final class Raid5Array implements BlockDevice {
     private static int collectBatch(Slot slot, Context ctx) {
         RowWrite first = slot.pending.pollFirst();
         ctx.batch[0] = first;
-        if (first.op != SyncOp.WRITE) {
+        if (first.op != RowOp.WRITE) {
             return 1;
         }
         return addToBatch(slot, ctx, 1);
@@ -1898,7 +1115,7 @@ public final class Raid5Array implements BlockDevice {
         outer:
         while (!slot.pending.isEmpty()) {
             RowWrite next = slot.pending.peekFirst();
-            if (next.row != first.row || next.op != SyncOp.WRITE) {
+            if (next.row != first.row || next.op != RowOp.WRITE) {
                 break;
             }
             for (int i = 0; i < count; i++) {
@@ -1981,20 +1198,17 @@ public final class Raid5Array implements BlockDevice {
 
     private void processRow(Slot slot, RowWrite[] batch, int count, Context ctx) throws IOException {
         RowWrite first = batch[0];
-        checkUsable(first.row * geo.rowBytes + first.inRow, true);
+        members.checkUsable(first.row * geo.rowBytes + first.inRow, true);
         // Recovery writes only the new member (covered by its recovery offset); check writes nothing.
-        boolean intent = bitmap != null && first.op != SyncOp.CHECK && first.op != SyncOp.RECOVER;
+        boolean intent = superblocks.hasBitmap() && first.op != RowOp.CHECK && first.op != RowOp.RECOVER;
         if (intent) {
-            long failedRoles = bitmap.startWrite(first.row, bitmapWriter);
-            if (failedRoles != 0) {
-                bitmapWriteFailed(failedRoles);
-            }
+            superblocks.beginRowWrite(first.row);
         }
         try {
             processRowOp(slot, batch, count, ctx, first);
         } finally {
             if (intent) {
-                bitmap.endWrite(first.row);
+                superblocks.endRowWrite(first.row);
             }
         }
     }
@@ -2002,7 +1216,7 @@ public final class Raid5Array implements BlockDevice {
     private void processRowOp(Slot slot, RowWrite[] batch, int count, Context ctx, RowWrite first) throws IOException {
         switch (first.op) {
             case WRITE -> {
-                if (coversRow(batch, count) && missingIn(first.row, failedRole, recoveredRows) < 0) {
+                if (coversRow(batch, count) && MemberSet.missingIn(first.row, members.failedRole, members.recoveredRows) < 0) {
                     writeFullRow(slot, batch, count, ctx);
                 } else {
                     updateRow(slot, batch, count, ctx);
@@ -2061,13 +1275,13 @@ public final class Raid5Array implements BlockDevice {
                 int inChunk = pos & (geo.chunk - 1);
                 int len = Math.min(end - pos, geo.chunk - inChunk);
                 int m = geo.dataMember(row, index);
-                writes.add(m, roles[m].device, memberOffset + inChunk, views[k].slice(pos - w.inRow, len), true);
+                writes.add(m, members.roles[m].device, memberOffset + inChunk, views[k].slice(pos - w.inRow, len), true);
                 pos += len;
             }
             views[k] = null;
         }
         int parityMember = geo.parityMember(row);
-        writes.add(parityMember, roles[parityMember].device, memberOffset, parity.clear(), true);
+        writes.add(parityMember, members.roles[parityMember].device, memberOffset, parity.clear(), true);
         runWrites(slot, writes, row);
         fullStripeWrites.increment();
     }
@@ -2113,8 +1327,8 @@ public final class Raid5Array implements BlockDevice {
             int missingIndex;
             boolean readModifyWrite;
             while (true) {
-                checkUsable(row * geo.rowBytes, true);
-                missing = missingIn(row, failedRole, recoveredRows);
+                members.checkUsable(row * geo.rowBytes, true);
+                missing = MemberSet.missingIn(row, members.failedRole, members.recoveredRows);
                 missingIndex = missing < 0 ? -2 : missing == parityMember ? -1 : geo.dataIndexOf(row, missing);
                 readModifyWrite = planReads(e, ctx, missingIndex);
                 if (preRead(row, e, ctx, parityMember)) {
@@ -2177,15 +1391,15 @@ public final class Raid5Array implements BlockDevice {
      */
     private void syncRow(Slot slot, RowWrite w, Context ctx) throws IOException {
         long row = w.row;
-        SyncOp op = w.op;
+        RowOp op = w.op;
         int target = -1;
-        if (op == SyncOp.RECOVER) {
-            target = failedRole;
-            if (!rebuildingOnto(w.pass.recoverDevice) || recoveredRows > row) {
+        if (op == RowOp.RECOVER) {
+            target = members.failedRole;
+            if (!members.rebuildingOnto(w.pass.recoverDevice) || members.recoveredRows > row) {
                 return;                          // the rebuild was aborted meanwhile; the pass sees it
             }
-        } else if (failedRole >= 0) {
-            throw new IOException(name + ": cannot " + op.label + " while degraded (member " + failedRole
+        } else if (members.failedRole >= 0) {
+            throw new IOException(name + ": cannot " + op.label + " while degraded (member " + members.failedRole
                     + " is not active)");
         }
         int parityMember = geo.parityMember(row);
@@ -2199,19 +1413,19 @@ public final class Raid5Array implements BlockDevice {
                     Bits.clear(need);
                     continue;
                 }
-                if (op != SyncOp.RECOVER) {
+                if (op != RowOp.RECOVER) {
                     Bits.clear(e.valid[i]);
                 }
                 Bits.setRange(need, 0, geo.blocksPerChunk);
                 andNotInto(need, e.valid[i]);
             }
             if (!preRead(row, e, ctx, parityMember)) {
-                checkUsable(row * geo.rowBytes, false);
+                members.checkUsable(row * geo.rowBytes, false);
                 throw new IOException(name + ": a member failed during " + op.label + " of row " + row);
             }
             long memberOffset = geo.memberOffset(row);
             MemberIoExecutor.Batch writes = io.batch();
-            if (op == SyncOp.RECOVER) {
+            if (op == RowOp.RECOVER) {
                 int count = 0;
                 for (int i = 0; i <= geo.dataDisks; i++) {
                     if (i != targetIndex) {
@@ -2225,7 +1439,7 @@ public final class Raid5Array implements BlockDevice {
                 Bits.setRange(e.valid[targetIndex], 0, geo.blocksPerChunk);
                 writes.add(target, w.pass.recoverDevice, memberOffset, rebuilt.slice(0, geo.chunk), true);
                 runWrites(slot, writes, row);
-                completeSyncRow(w.pass, row, 0);    // does nothing if the rebuild ended meanwhile
+                sync.completeRow(w.pass, row, 0);    // does nothing if the rebuild ended meanwhile
             } else {
                 ByteBuffer computed = ctx.parity();
                 for (int i = 0; i < geo.dataDisks; i++) {
@@ -2246,13 +1460,13 @@ public final class Raid5Array implements BlockDevice {
                 }
                 if (mismatchedPages > 0) {
                     LOG.debug("{}: {}: row {} has {} mismatching parity pages", name, op.label, row, mismatchedPages);
-                    if (op != SyncOp.CHECK) {
+                    if (op != RowOp.CHECK) {
                         stored.put(0, computed, 0, geo.chunk);
                         addRuns(writes, parityMember, memberOffset, stored, ctx.allBlocks, true);
                         runWrites(slot, writes, row);
                     }
                 }
-                completeSyncRow(w.pass, row, op == SyncOp.RESYNC ? 0 : mismatchedPages * (StripeCache.PAGE / 512L));
+                sync.completeRow(w.pass, row, op == RowOp.RESYNC ? 0 : mismatchedPages * (StripeCache.PAGE / 512L));
             }
             keep = true;
         } finally {
@@ -2405,7 +1619,7 @@ public final class Raid5Array implements BlockDevice {
         for (int p = 0; p < pieces; p++) {
             int from = (int) ((reads.offset(p) - memberOffset) / BLOCK);
             if (reads.error(p) != null) {
-                memberFailed(reads.member(p), reads.device(p), reads.error(p));
+                members.memberFailed(reads.member(p), reads.device(p), reads.error(p));
                 ok = false;
             } else {
                 int to = Bits.nextClear(ctx.need[pieceChunk[p]], from, geo.blocksPerChunk);
@@ -2476,7 +1690,7 @@ public final class Raid5Array implements BlockDevice {
                          long[] bits, boolean write) {
         for (int b = Bits.nextSet(bits, 0, geo.blocksPerChunk); b < geo.blocksPerChunk; ) {
             int end = Bits.nextClear(bits, b, geo.blocksPerChunk);
-            batch.add(member, roles[member].device, memberOffset + (long) b * BLOCK,
+            batch.add(member, members.roles[member].device, memberOffset + (long) b * BLOCK,
                     chunkBuffer.slice(b * BLOCK, (end - b) * BLOCK), write);
             b = Bits.nextSet(bits, end, geo.blocksPerChunk);
         }
@@ -2492,11 +1706,11 @@ public final class Raid5Array implements BlockDevice {
         }
         for (int i = 0; i < batch.size(); i++) {
             if (batch.error(i) != null) {
-                memberFailed(batch.member(i), batch.device(i), batch.error(i));
+                members.memberFailed(batch.member(i), batch.device(i), batch.error(i));
             }
         }
         batch.clear();
-        checkUsable(row * geo.rowBytes, true);
+        members.checkUsable(row * geo.rowBytes, true);
     }
 
     private static void orInto(long[] target, long[] bits) {
@@ -2511,232 +1725,11 @@ public final class Raid5Array implements BlockDevice {
         }
     }
 
-    // ----------------------------------------------------------------------------------------- health
-
-    /** I/O after close would fail on the closed members and must not be mistaken for member failures. */
-    private void checkOpen() throws IOException {
-        if (closed) {
-            throw new java.nio.channels.ClosedChannelException();
-        }
-    }
-
-    private void checkUsable(long offset, boolean write) throws MediumErrorException {
-        if (failed) {
-            throw new MediumErrorException(name + ": array has failed (" + describeFaulty()
-                    + "); its data cannot be read or written correctly. Restore the failed members or the data "
-                    + "from a backup", offset, write);
-        }
-    }
-
-    private String describeFaulty() {
-        StringBuilder s = new StringBuilder();
-        for (Member m : roles) {
-            if (m.state != Raid5Status.MemberState.ACTIVE) {
-                s.append(s.length() == 0 ? "" : ", ").append("member ").append(m.role).append(' ')
-                        .append(m.device == null ? "(missing)" : m.displayName).append(' ')
-                        .append(m.state.name().toLowerCase(java.util.Locale.ROOT));
-            }
-        }
-        return s.toString();
-    }
-
-    /**
-     * Marks member {@code role} faulty (once) and records it in the other members' superblocks; a
-     * rebuilding member that fails ends its rebuild. Then a spare, if any, starts replacing it.
-     *
-     * @param device the device whose I/O failed, or null for the role's current one (operator); an error
-     *               of a device that has since been replaced by a spare is ignored
-     */
-    private void memberFailed(int role, BlockDevice device, Throwable cause) {
-        synchronized (stateLock) {
-            Member m = roles[role];
-            if (device != null && m.device != device) {
-                LOG.debug("{}: ignoring an error of {}, which no longer holds member {}: {}", name, device.name(), role,
-                        cause.getMessage());
-                return;
-            }
-            if (m.state == Raid5Status.MemberState.REBUILDING) {
-                recoveredRows = 0;
-                m.state = Raid5Status.MemberState.FAULTY;
-                stopSync = runningSync == SyncOp.RECOVER;
-                LOG.error("{}: replacement member {} ({}) failed during its rebuild: {}. The array stays DEGRADED; "
-                        + "add another spare", name, role, m.displayName, cause.getMessage());
-            } else if (m.state != Raid5Status.MemberState.ACTIVE) {
-                return;
-            } else {
-                m.state = Raid5Status.MemberState.FAULTY;
-                if (failedRole >= 0) {
-                    failed = true;
-                    stopSync = true;
-                    LOG.error("{}: member {} ({}) failed: {}. A second member is lost ({}): the array has FAILED and "
-                            + "refuses all I/O", name, role, m.displayName, cause.getMessage(), describeFaulty());
-                } else {
-                    failedRole = role;
-                    stopSync = runningSync != null;
-                    LOG.error("{}: member {} ({}) failed: {}. The array is DEGRADED: reads of its chunks are rebuilt "
-                            + "from parity. {}", name, role, m.displayName, cause.getMessage(), spares.isEmpty()
-                            ? "Add a spare to rebuild onto (another failure would lose data)"
-                            : "Rebuilding onto spare " + spares.get(0).displayName);
-                }
-            }
-            writeSuperblocksLocked(false);
-            startRecoveryLocked();
-            wakeSyncLocked();
-        }
-    }
-
-    /**
-     * Bumps the event count and writes the superblock of every member that holds a role (active or
-     * rebuilding) and of every spare; faulty and missing members' device numbers are recorded as faulty,
-     * the rebuilding member's with its role and recovery checkpoint. {@code clean} says whether the
-     * array is being closed with nothing in flight: resync_offset is then "done", or the resync
-     * checkpoint if a resync is unfinished; while open it is 0 (md's "active"). A member whose superblock
-     * write fails is faulty in turn; a spare whose write fails is dropped.
-     */
-    private void writeSuperblocksLocked(boolean clean) {
-        Md1Superblock t = template;
-        t.events++;
-        t.utime = Md1Superblock.mdTime(System.currentTimeMillis());
-        t.resyncOffset = !clean ? 0 : needsResync ? resyncDoneRows * t.chunkSectors : Md1Superblock.RESYNC_DONE;
-        for (int d = 0; d < t.devRoles.length; d++) {
-            int role = t.devRoles[d];
-            if (role < geo.members) {
-                Member holder = roles[role];
-                boolean holds = holder.devNumber == d && (holder.state == Raid5Status.MemberState.ACTIVE
-                        || holder.state == Raid5Status.MemberState.REBUILDING);
-                if (!holds) {
-                    t.devRoles[d] = Md1Superblock.ROLE_FAULTY;
-                }
-            }
-        }
-        List<Member> newlyFailed = new ArrayList<>();
-        long bitmapFailed = 0;
-        if (bitmap != null) {
-            // md updates the bitmap's events before the superblocks': a bitmap older than its superblock is stale.
-            bitmap.setEvents(t.events);
-            bitmapFailed = bitmap.write(bitmapWriter);
-        }
-        for (Member m : roles) {
-            if (m.state != Raid5Status.MemberState.ACTIVE && m.state != Raid5Status.MemberState.REBUILDING) {
-                continue;
-            }
-            if ((bitmapFailed & (1L << m.role)) != 0 || !writeSuperblock(t, m)) {
-                newlyFailed.add(m);
-            }
-        }
-        for (Member spare : spares) {
-            if (!writeSuperblock(t, spare)) {
-                spares.remove(spare);
-                t.devRoles[spare.devNumber] = Md1Superblock.ROLE_FAULTY;
-                retired.add(spare.device);
-            }
-        }
-        for (Member m : newlyFailed) {
-            if (m.state == Raid5Status.MemberState.REBUILDING) {
-                recoveredRows = 0;
-            } else if (failedRole >= 0 && failedRole != m.role) {
-                failed = true;
-            } else {
-                failedRole = m.role;
-            }
-            m.state = Raid5Status.MemberState.FAULTY;
-        }
-        if (!newlyFailed.isEmpty() && !failed) {
-            writeSuperblocksLocked(clean);
-        }
-    }
-
-    /** {@link WriteIntentBitmap.Members}: runs under the bitmap's monitor, so it takes no array lock. */
-    private long writeBitmapToMembers(ByteBuffer block) {
-        long offset = WriteIntentBitmap.memberOffset(template.superOffsetSectors);
-        long failedRoles = 0;
-        for (Member m : roles) {
-            if (m.state != Raid5Status.MemberState.ACTIVE && m.state != Raid5Status.MemberState.REBUILDING) {
-                continue;
-            }
-            try {
-                m.device.write(offset, block.duplicate());
-                m.device.flush();
-            } catch (IOException e) {
-                LOG.error("{}: writing the write-intent bitmap of member {} ({}) failed: {}", name, m.role,
-                        m.displayName, e.getMessage());
-                failedRoles |= 1L << m.role;
-            }
-        }
-        // Spares carry the bitmap too (mdadm ignores the bitmap feature of a member whose bitmap it cannot
-        // read); a spare's failure shows when its superblock is written next.
-        for (Member spare : spares) {
-            try {
-                spare.device.write(offset, block.duplicate());
-                spare.device.flush();
-            } catch (IOException e) {
-                LOG.warn("{}: writing the write-intent bitmap of spare {} failed: {}", name, spare.displayName,
-                        e.getMessage());
-            }
-        }
-        return failedRoles;
-    }
-
-    private void bitmapWriteFailed(long failedRoles) {
-        for (int role = 0; role < geo.members; role++) {
-            if ((failedRoles & (1L << role)) != 0) {
-                memberFailed(role, null, new IOException("writing the write-intent bitmap failed"));
-            }
-        }
-    }
-
-    /**
-     * Every daemon_sleep seconds: clears the bits of regions with no write in the last period, after a
-     * flush made their data and parity durable. Bits stay while the array is degraded or a resync of
-     * the dirty regions is pending (they are what the resync needs).
-     */
-    private void bitmapDaemonPass() {
-        try {
-            synchronized (stateLock) {
-                if (closed || failed || failedRole >= 0 || needsResync) {
-                    return;
-                }
-            }
-            long[] candidates = bitmap.idleCandidates();
-            if (candidates == null) {
-                return;
-            }
-            flushMembers();
-            long failedRoles = bitmap.clearIdle(candidates, bitmapWriter);
-            if (failedRoles != 0) {
-                bitmapWriteFailed(failedRoles);
-            }
-        } catch (IOException | RuntimeException e) {
-            LOG.warn("{}: write-intent bitmap update skipped: {}", name, e.toString());
-        }
-    }
-
-    /** Writes one device's superblock; false (logged) if the write fails. */
-    private boolean writeSuperblock(Md1Superblock t, Member m) {
-        Md1Superblock sb = t.copy();
-        sb.devNumber = m.devNumber;
-        sb.deviceUuid = m.deviceUuid;
-        sb.dataSizeSectors = m.dataSizeSectors;
-        boolean rebuilding = m.role >= 0 && m.state == Raid5Status.MemberState.REBUILDING;
-        sb.featureMap = (rebuilding ? Md1Superblock.FEATURE_RECOVERY_OFFSET : 0)
-                | (bitmap != null ? Md1Superblock.FEATURE_BITMAP : 0);
-        sb.bitmapOffset = bitmap != null ? WriteIntentBitmap.OFFSET_SECTORS : 0;
-        sb.recoveryOffset = rebuilding ? recoveryCheckpointRows * t.chunkSectors : 0;
-        try {
-            m.device.write(Md1Superblock.OFFSET_BYTES, sb.encode());
-            m.device.flush();
-            return true;
-        } catch (IOException e) {
-            LOG.error("{}: writing the superblock of {} ({}) failed: {}", name,
-                    m.role >= 0 ? "member " + m.role : "spare", m.displayName, e.getMessage());
-            return false;
-        }
-    }
 
     // ----------------------------------------------------------------------------------------- per-thread
 
     /** Scratch state of one calling thread; used only by that thread (see the class comment). */
-    private final class Context {
+    final class Context {
         final RowWrite rowWrite = new RowWrite();
         /** One caller's write: the window of rows it queues at once (see write). */
         final RowWrite[] pieces = new RowWrite[WRITE_WINDOW_ROWS];
@@ -2849,6 +1842,11 @@ public final class Raid5Array implements BlockDevice {
             }
             return accumulator.clear();
         }
+    }
+
+    /** The calling thread's context. */
+    Context context() {
+        return contexts.get();
     }
 
     @Override
