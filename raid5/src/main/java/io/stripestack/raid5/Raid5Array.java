@@ -5,15 +5,10 @@ import io.stripestack.blockdev.Geometry;
 import io.stripestack.blockdev.IoStats;
 import io.stripestack.blockdev.MediumErrorException;
 import java.io.IOException;
-import java.lang.ref.WeakReference;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.util.ArrayDeque;
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.StampedLock;
@@ -86,25 +81,6 @@ public final class Raid5Array implements BlockDevice {
     private static final Logger LOG = LoggerFactory.getLogger(Raid5Array.class);
     /** Memory the automatic stripe cache size aims at; see {@link #defaultStripeCacheRows}. */
     public static final long DEFAULT_STRIPE_CACHE_BYTES = 32L << 20;
-    static final int SLOTS = 1024;
-    /**
-     * Shortest bound on the time a partial row write waits for an in-flight write that will add to the same
-     * row (md's delayed stripes). The bound in use is {@value #HOLD_ROW_UPDATES} recent row updates, between
-     * this and {@link #MAX_HOLD_NANOS}: the write that completes the row is issued when one of the stream's
-     * earlier requests completes, so on slow members it comes later.
-     */
-    static final long HOLD_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
-    static final long MAX_HOLD_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
-    private static final int HOLD_ROW_UPDATES = 4;
-    private static final long HOLD_RECHECK_NANOS = TimeUnit.MICROSECONDS.toNanos(500);
-    /**
-     * Calling threads whose writes in progress a slot owner can see at once; a thread beyond them is
-     * simply not waited for (a missed hold, never a wrong result).
-     */
-    private static final int TRACKED_WRITERS = 64;
-    /** Rows of one caller's write queued before it waits for them (see write). */
-    static final int WRITE_WINDOW_ROWS = 16;
-    private static final int BLOCK = StripeCache.BLOCK;
     private static final ByteOrder NATIVE = ByteOrder.nativeOrder();
 
     private final String name;
@@ -114,26 +90,11 @@ public final class Raid5Array implements BlockDevice {
     private final MemberSet members;
     private final Superblocks superblocks;
     private final SyncEngine sync;
+    private final RowUpdater updater;
+    private final WriteScheduler writes;
     private final Xor xor = Xor.best();
     private final MemberIoExecutor io;
     private final StripeCache cache;
-    private final Slot[] slots = new Slot[SLOTS];
-    private final ThreadLocal<Context> contexts;
-    /**
-     * The calling threads' contexts, published when created, so that a slot owner can ask which writes are
-     * in progress ({@link #worthHolding}). Weak: a thread that ends frees its context and its entry, which
-     * a later thread's context takes over (compare-and-set).
-     */
-    private final AtomicReferenceArray<WeakReference<Context>> writers = new AtomicReferenceArray<>(TRACKED_WRITERS);
-    /** One past the highest entry of {@code writers} ever taken. */
-    private final AtomicInteger writersInUse = new AtomicInteger();
-    /** A fixed hold bound set by tests to make a race deterministic, or -1 for the adaptive one (HOLD_NANOS). */
-    private volatile long fixedHoldNanos = -1;
-    /**
-     * Moving average (1/8 weight) of the time a row write update takes, for the hold bound. Updated by slot
-     * owners without a lock: a lost update only skews an estimate.
-     */
-    private volatile long rowUpdateNanos;
     private final List<String> assemblyProblems;
     private final boolean cleanAtOpen;
     private volatile boolean checkParityOnReads;
@@ -141,15 +102,14 @@ public final class Raid5Array implements BlockDevice {
     private final ByteBuffer zeroChunk;
 
     private final IoStats stats;
-    private final LongAdder fullStripeWrites;
-    private final LongAdder rmwWrites;
-    private final LongAdder reconstructWrites;
-    private final LongAdder memberPrereads;
     private final LongAdder degradedReads;
-    private final LongAdder stripeCacheHits;
-    private final LongAdder heldWrites;
     private final LongAdder parityMismatches;
     private final LongAdder readErrorsCorrected;
+
+    /** The layer counters of {@link #stats()}, in the order they are listed. */
+    private static final List<String> LAYER_COUNTERS = List.of("full_stripe_writes", "rmw_writes",
+            "reconstruct_writes", "member_prereads", "degraded_reads", "stripe_cache_hits", "held_writes",
+            "parity_mismatches", "read_errors_corrected");
 
     /** md's default sync_speed_min / sync_speed_max, KiB/s. */
     public static final int DEFAULT_SYNC_SPEED_MIN = 1000;
@@ -177,18 +137,12 @@ public final class Raid5Array implements BlockDevice {
         this.checkParityOnReads = options.checkParityOnReads();
         this.cache = new StripeCache(geo.members, geo.chunk, options.stripeCacheRows() > 0 ? options.stripeCacheRows()
                 : defaultStripeCacheRows(geo.members, geo.chunk));
-        for (int i = 0; i < SLOTS; i++) {
-            slots[i] = new Slot();
-        }
-        this.contexts = ThreadLocal.withInitial(Context::new);
         this.stats = new IoStats(name);
-        this.fullStripeWrites = stats.counter("full_stripe_writes");
-        this.rmwWrites = stats.counter("rmw_writes");
-        this.reconstructWrites = stats.counter("reconstruct_writes");
-        this.memberPrereads = stats.counter("member_prereads");
+        // Registration order is the order status and the Prometheus text list the counters in.
+        for (String counter : LAYER_COUNTERS) {
+            stats.counter(counter);
+        }
         this.degradedReads = stats.counter("degraded_reads");
-        this.stripeCacheHits = stats.counter("stripe_cache_hits");
-        this.heldWrites = stats.counter("held_writes");
         this.parityMismatches = stats.counter("parity_mismatches");
         this.readErrorsCorrected = stats.counter("read_errors_corrected");
         this.zeroChunk = ByteBuffer.allocateDirect(geo.chunk);
@@ -196,11 +150,14 @@ public final class Raid5Array implements BlockDevice {
                 : geo.members <= 64 ? WriteIntentBitmap.create(template, options.bitmapChunkBytes()) : null;
         this.members = new MemberSet(name, geo, roles, spareMembers, resumeRecoveryRows);
         this.superblocks = new Superblocks(name, geo, template, bitmap, members);
-        this.sync = new SyncEngine(name, geo, members, superblocks, stats, this, template, loadedBitmap != null);
-        members.connect(superblocks, sync);
-        superblocks.connect(sync);
         int threads = options.ioThreads() > 0 ? options.ioThreads() : MemberIoExecutor.defaultThreads(geo.members);
         this.io = new MemberIoExecutor(name, threads);
+        this.updater = new RowUpdater(geo, members, superblocks, cache, io, xor, stats);
+        this.writes = new WriteScheduler(name, geo, updater, zeroChunk, stats.counter("held_writes"));
+        this.sync = new SyncEngine(name, geo, members, superblocks, writes, updater, io, xor, stats, template,
+                loadedBitmap != null);
+        members.connect(superblocks, sync);
+        superblocks.connect(sync);
         superblocks.startBitmapDaemon();
         synchronized (members.lock) {
             superblocks.writeLocked(false);
@@ -330,41 +287,7 @@ public final class Raid5Array implements BlockDevice {
         checkOpen();
         long start = stats.startIo();
         try {
-            Context ctx = contexts.get();
-            RowWrite[] pieces = ctx.pieces;
-            long pos = offset;
-            int srcIndex = src.position();
-            int left = length;
-            ctx.writeRow = -1;
-            ctx.writeStart = offset;
-            ctx.writeEnd = offset + length;
-            try {
-                // A window of rows is queued at once and then awaited: the request's tail row can be completed by
-                // the next request while this one still waits for its earlier rows, so consecutive requests that
-                // share a row (a stream not aligned to rows) do not wait for one another row by row.
-                while (left > 0) {
-                    int queued = 0;
-                    while (left > 0 && queued < pieces.length) {
-                        long row = pos / geo.rowBytes;
-                        int inRow = (int) (pos - row * geo.rowBytes);
-                        int len = Math.min(left, geo.rowBytes - inRow);
-                        RowWrite w = pieces[queued++];
-                        w.set(row, inRow, len, src, srcIndex);
-                        ctx.writeRow = row;
-                        enqueue(w);
-                        pos += len;
-                        srcIndex += len;
-                        left -= len;
-                    }
-                    awaitAll(pieces, queued, ctx);
-                }
-            } finally {
-                ctx.writeEnd = -1;
-                ctx.lastEnd = offset + length;
-                for (RowWrite w : pieces) {
-                    w.src = null;
-                }
-            }
+            writes.write(offset, src, src.position(), length);
             src.position(src.limit());
         } catch (IOException | RuntimeException e) {
             stats.endFailed(start);
@@ -393,18 +316,7 @@ public final class Raid5Array implements BlockDevice {
     public void discard(long offset, long length) throws IOException {
         BlockDevice.checkRange(this, offset, length);
         checkOpen();
-        Context ctx = contexts.get();
-        RowWrite w = ctx.rowWrite;
-        long pos = offset;
-        long end = offset + length;
-        while (pos < end) {
-            long row = pos / geo.rowBytes;
-            int inRow = (int) (pos - row * geo.rowBytes);
-            int len = (int) Math.min(end - pos, geo.rowBytes - inRow);
-            w.setZero(row, inRow, len);
-            submit(w, ctx);
-            pos += len;
-        }
+        writes.discard(offset, length);
         stats.countDiscard(length);
     }
 
@@ -471,14 +383,9 @@ public final class Raid5Array implements BlockDevice {
         return (int) Math.max(4, Math.min(256, rows));
     }
 
-    /** Sets the longest hold of a partial row write (see {@link #worthHolding}); for tests. */
+    /** Sets the longest hold of a partial row write (see {@link WriteScheduler}); for tests. */
     void setWriteHoldNanos(long nanos) {
-        fixedHoldNanos = nanos;
-    }
-
-    private long holdBoundNanos() {
-        long fixed = fixedHoldNanos;
-        return fixed >= 0 ? fixed : Math.max(HOLD_NANOS, Math.min(MAX_HOLD_NANOS, HOLD_ROW_UPDATES * rowUpdateNanos));
+        writes.setHoldNanos(nanos);
     }
 
     public int stripeCacheSize() {
@@ -651,7 +558,7 @@ public final class Raid5Array implements BlockDevice {
     private void readRange(long offset, ByteBuffer dst, int dstIndex, int length) throws IOException {
         long firstRow = offset / geo.rowBytes;
         long lastRow = (offset + length - 1) / geo.rowBytes;
-        lockRowsShared(firstRow, lastRow);
+        writes.lockRowsShared(firstRow, lastRow);
         try {
             members.checkUsable(offset, false);
             int failedNow = members.failedRole;
@@ -694,7 +601,7 @@ public final class Raid5Array implements BlockDevice {
                 verifyRows(offset, length);
             }
         } finally {
-            unlockRowsShared(firstRow, lastRow);
+            writes.unlockRowsShared(firstRow, lastRow);
         }
     }
 
@@ -766,7 +673,7 @@ public final class Raid5Array implements BlockDevice {
      */
     private void rebuild(long row, int missing, int inChunk, ByteBuffer target, int len, long arrayOffset)
             throws IOException {
-        Context ctx = contexts.get();
+        CallerContext ctx = writes.context();
         ByteBuffer scratch = ctx.scratch();
         long memberOffset = geo.memberOffset(row) + inChunk;
         boolean first = true;
@@ -798,7 +705,7 @@ public final class Raid5Array implements BlockDevice {
 
     /** check_parity_on_reads: XOR of all members over the columns the read touched must be zero. */
     private void verifyRows(long offset, int length) throws IOException {
-        Context ctx = contexts.get();
+        CallerContext ctx = writes.context();
         long end = offset + length;
         for (long row = offset / geo.rowBytes; row * geo.rowBytes < end; row++) {
             long rowStart = row * geo.rowBytes;
@@ -841,1012 +748,6 @@ public final class Raid5Array implements BlockDevice {
                 }
             }
         }
-    }
-
-    private void lockRowsShared(long firstRow, long lastRow) {
-        if (lastRow - firstRow + 1 >= SLOTS) {
-            for (Slot s : slots) {
-                s.ioLock.readLock();
-            }
-            return;
-        }
-        int s0 = slotIndex(firstRow);
-        int s1 = slotIndex(lastRow);
-        if (s0 <= s1) {
-            for (int s = s0; s <= s1; s++) {
-                slots[s].ioLock.readLock();
-            }
-        } else {
-            for (int s = 0; s <= s1; s++) {
-                slots[s].ioLock.readLock();
-            }
-            for (int s = s0; s < SLOTS; s++) {
-                slots[s].ioLock.readLock();
-            }
-        }
-    }
-
-    private void unlockRowsShared(long firstRow, long lastRow) {
-        if (lastRow - firstRow + 1 >= SLOTS) {
-            for (Slot s : slots) {
-                s.ioLock.tryUnlockRead();
-            }
-            return;
-        }
-        for (long row = firstRow; row <= lastRow; row++) {
-            slots[slotIndex(row)].ioLock.tryUnlockRead();
-        }
-    }
-
-    private static int slotIndex(long row) {
-        return (int) (row & (SLOTS - 1));
-    }
-
-    // ----------------------------------------------------------------------------------------- writes
-
-    /** One caller's write, discard or sync step on one row. Reused per thread. */
-    final class RowWrite {
-        RowOp op = RowOp.WRITE;
-        SyncEngine.SyncPass pass;
-        long row;
-        int inRow;
-        int length;
-        ByteBuffer src;
-        int srcIndex;
-        /**
-         * Written under the slot monitor, read by the waiting caller without it ({@link #awaitAll}): done once
-         * processed ({@code error} is written before it), lead once the slot is the caller's to process.
-         */
-        volatile boolean done;
-        volatile boolean lead;
-        IOException error;
-        /** The calling thread, woken by the owner when the write is done or the slot handed to it. */
-        Thread waiter;
-
-        void set(long row, int inRow, int length, ByteBuffer src, int srcIndex) {
-            this.op = RowOp.WRITE;
-            this.row = row;
-            this.inRow = inRow;
-            this.length = length;
-            this.src = src;
-            this.srcIndex = srcIndex;
-        }
-
-        /** Zeros over {@code [inRow, inRow + length)} of the row (a discard). */
-        void setZero(long row, int inRow, int length) {
-            set(row, inRow, length, null, 0);
-            this.op = RowOp.ZERO;
-        }
-
-        /** A step of {@code syncPass} on the row (processed by whichever thread owns the row's slot). */
-        void setSync(long row, SyncEngine.SyncPass syncPass) {
-            set(row, 0, 0, null, 0);
-            this.op = syncPass.op;
-            this.pass = syncPass;
-        }
-
-        boolean overlaps(RowWrite other) {
-            return row == other.row && inRow < other.inRow + other.length && other.inRow < inRow + length;
-        }
-    }
-
-    /** A write slot: see the class comment. */
-    private static final class Slot {
-        final StampedLock ioLock = new StampedLock();
-        final ArrayDeque<RowWrite> pending = new ArrayDeque<>(16);
-        boolean busy;
-        /** The owner is waiting for more writes to its row (see worthHolding): arrivals wake it. */
-        boolean holding;
-    }
-
-    /** Queues {@code w} on its row's slot and waits until it is done (processing it if it falls to this thread). */
-    void submit(RowWrite w, Context ctx) throws IOException {
-        ctx.single[0] = w;
-        enqueue(w);
-        awaitAll(ctx.single, 1, ctx);
-    }
-
-    /**
-     * Queues {@code w} on its row's slot for the calling thread. If the slot was idle the caller becomes its
-     * owner ({@code w.lead}) and must process it in {@link #awaitAll}; otherwise the owner will batch it or hand
-     * the slot over to it.
-     */
-    private void enqueue(RowWrite w) {
-        Slot slot = slots[slotIndex(w.row)];
-        synchronized (slot) {
-            w.done = false;
-            w.error = null;
-            w.waiter = Thread.currentThread();
-            slot.pending.addLast(w);
-            if (slot.holding) {
-                slot.notifyAll();
-            }
-            w.lead = !slot.busy;
-            slot.busy = true;
-        }
-    }
-
-    /**
-     * Waits until the calling thread's queued writes {@code ws[0, count)} are all done, processing every one
-     * handed to it (in queue order of the slots, ascending rows) as its slot's owner; then throws the first
-     * error among them. Waits through interrupts (an owner may be using the callers' buffers) and re-asserts
-     * the interrupt afterwards: an interrupted FileChannel operation would close the member's channel.
-     */
-    private void awaitAll(RowWrite[] ws, int count, Context ctx) throws IOException {
-        boolean interrupted = false;
-        for (;;) {
-            boolean waiting = false;
-            boolean processed = false;
-            for (int i = 0; i < count; i++) {
-                RowWrite w = ws[i];
-                if (w.done) {
-                    continue;
-                }
-                if (w.lead) {
-                    interrupted |= ownSlot(slots[slotIndex(w.row)], ctx);
-                    processed = true;
-                } else {
-                    waiting = true;
-                }
-            }
-            if (!waiting) {
-                break;
-            }
-            // Processing parks on member I/O, which may swallow the unpark of a write done meanwhile: look again
-            // before parking. Parking right after a pass that processed nothing loses no wake-up (the permit).
-            if (!processed) {
-                LockSupport.park(this);
-                interrupted |= Thread.interrupted();
-            }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
-        }
-        for (int i = 0; i < count; i++) {
-            IOException e = ws[i].error;
-            if (e != null) {
-                for (int j = i; j < count; j++) {
-                    ws[j].error = null;
-                }
-                throw e instanceof MediumErrorException me
-                        ? new MediumErrorException(me.getMessage(), me.offset(), true, me)
-                        : new IOException(e.getMessage(), e);
-            }
-        }
-    }
-
-    /**
-     * Processes one batch as the slot's owner (the caller's own write is first in it), then hands over.
-     * Returns true if the thread was interrupted while holding (the caller re-asserts it afterwards: an
-     * interrupted FileChannel operation would close the member's channel).
-     */
-    private boolean ownSlot(Slot slot, Context ctx) {
-        int count;
-        boolean interrupted = false;
-        synchronized (slot) {
-            count = collectBatch(slot, ctx);
-            if (ctx.batch[0].op == RowOp.WRITE) {
-                long deadline = 0;
-                // Once held, the hold lasts while any other caller's write is in progress (md keeps delayed
-                // stripes until the array goes idle): when the stream ends, the last row goes out at once
-                // instead of waiting for the bound. Arrivals wake the owner; the rest is checked every
-                // HOLD_RECHECK_NANOS.
-                while (!coversRow(ctx.batch, count)
-                        && (deadline == 0 ? worthHolding(ctx.batch[0].row, ctx) : othersWriting(ctx))) {
-                    long now = System.nanoTime();
-                    if (deadline == 0) {
-                        deadline = now + holdBoundNanos();
-                        heldWrites.increment();
-                    }
-                    long left = Math.min(deadline - now, HOLD_RECHECK_NANOS);
-                    if (left <= 0) {
-                        break;
-                    }
-                    slot.holding = true;
-                    try {
-                        slot.wait(left / 1_000_000, (int) (left % 1_000_000));
-                    } catch (InterruptedException e) {
-                        interrupted = true;
-                        break;
-                    } finally {
-                        slot.holding = false;
-                    }
-                    count = addToBatch(slot, ctx, count);
-                }
-            }
-        }
-        IOException error = null;
-        try {
-            long started = System.nanoTime();
-            processRow(slot, ctx.batch, count, ctx);
-            if (ctx.batch[0].op == RowOp.WRITE) {
-                long average = rowUpdateNanos;
-                rowUpdateNanos = average + ((System.nanoTime() - started - average) >> 3);
-            }
-        } catch (IOException e) {
-            error = e;
-        } catch (RuntimeException e) {
-            error = new IOException(name + ": internal error writing row " + ctx.batch[0].row + ": " + e, e);
-            LOG.error("{}: internal error writing row {}", name, ctx.batch[0].row, e);
-        }
-        Thread self = Thread.currentThread();
-        RowWrite next;
-        synchronized (slot) {
-            for (int i = 0; i < count; i++) {
-                RowWrite w = ctx.batch[i];
-                w.error = error;
-                w.done = true;
-            }
-            next = slot.pending.peekFirst();
-            if (next == null) {
-                slot.busy = false;
-            } else {
-                next.lead = true;
-            }
-        }
-        // Wake the batch's callers and the next owner; each waits in awaitAll (the write is theirs again now).
-        for (int i = 0; i < count; i++) {
-            Thread waiter = ctx.batch[i].waiter;
-            ctx.batch[i] = null;
-            if (waiter != self) {
-                LockSupport.unpark(waiter);
-            }
-        }
-        if (next != null && next.waiter != self) {
-            LockSupport.unpark(next.waiter);
-        }
-        return interrupted;
-    }
-
-    /** Takes the first pending write and the following ones of the same row that overlap none taken. */
-    private static int collectBatch(Slot slot, Context ctx) {
-        RowWrite first = slot.pending.pollFirst();
-        ctx.batch[0] = first;
-        if (first.op != RowOp.WRITE) {
-            return 1;
-        }
-        return addToBatch(slot, ctx, 1);
-    }
-
-    /** Adds the pending writes that follow, while they are writes to the batch's row overlapping none taken. */
-    private static int addToBatch(Slot slot, Context ctx, int taken) {
-        RowWrite first = ctx.batch[0];
-        int count = taken;
-        outer:
-        while (!slot.pending.isEmpty()) {
-            RowWrite next = slot.pending.peekFirst();
-            if (next.row != first.row || next.op != RowOp.WRITE) {
-                break;
-            }
-            for (int i = 0; i < count; i++) {
-                if (next.overlaps(ctx.batch[i])) {
-                    break outer;
-                }
-            }
-            slot.pending.pollFirst();
-            if (count == ctx.batch.length) {
-                ctx.batch = Arrays.copyOf(ctx.batch, count * 2);
-            }
-            ctx.batch[count++] = next;
-        }
-        return count;
-    }
-
-    /** True if the batch's writes (which never overlap) cover the whole row. */
-    private boolean coversRow(RowWrite[] batch, int count) {
-        long bytes = 0;
-        for (int i = 0; i < count; i++) {
-            bytes += batch[i].length;
-        }
-        return bytes == geo.rowBytes;
-    }
-
-    /**
-     * Whether the slot owner, whose batch covers {@code row} only partly, should wait for more writes to
-     * the row (md's delayed stripes), because one is likely to come soon and turn the row into a
-     * full-row write without pre-reads:
-     * <ul>
-     *   <li>some other caller's write in progress covers part of the row and has not reached it yet
-     *       (callers walk their rows in ascending order), e.g. the next request's head meeting this
-     *       request's tail; or</li>
-     *   <li>the owner's own request continues a sequential stream (it starts where another write, in
-     *       progress or the last one of some caller, ends) and another caller's write of the stream is
-     *       still in progress (it ends at most a row before this request starts): with a queue depth
-     *       above one, the stream's next requests are issued as those complete.</li>
-     * </ul>
-     * A lone writer (queue depth one) is never held: nobody else could complete its row; neither is a
-     * sequential writer whose only company is unrelated writes elsewhere on the array. Reads other
-     * threads' fields without their locks: a stale answer only costs a hold or a pre-read.
-     */
-    private boolean worthHolding(long row, Context self) {
-        long rowStart = row * geo.rowBytes;
-        long rowEnd = rowStart + geo.rowBytes;
-        long start = self.writeStart;
-        boolean sequential = self.lastEnd == start;
-        boolean streamInProgress = false;
-        int tracked = writersInUse.get();
-        for (int i = 0; i < tracked; i++) {
-            WeakReference<Context> ref = writers.get(i);
-            Context c = ref == null ? null : ref.get();
-            if (c == null || c == self) {
-                continue;
-            }
-            long end = c.writeEnd;
-            if (end >= 0) {
-                if (end > rowStart && c.writeStart < rowEnd && c.writeRow < row) {
-                    return true;
-                }
-                streamInProgress |= end <= start && end >= start - geo.rowBytes;
-            }
-            sequential |= end == start || c.lastEnd == start;
-        }
-        return sequential && streamInProgress;
-    }
-
-    /** Whether any calling thread but {@code self} has a write in progress (read without locks, see worthHolding). */
-    private boolean othersWriting(Context self) {
-        int tracked = writersInUse.get();
-        for (int i = 0; i < tracked; i++) {
-            WeakReference<Context> ref = writers.get(i);
-            Context c = ref == null ? null : ref.get();
-            if (c != null && c != self && c.writeEnd >= 0) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    private void processRow(Slot slot, RowWrite[] batch, int count, Context ctx) throws IOException {
-        RowWrite first = batch[0];
-        members.checkUsable(first.row * geo.rowBytes + first.inRow, true);
-        // Recovery writes only the new member (covered by its recovery offset); check writes nothing.
-        boolean intent = superblocks.hasBitmap() && first.op != RowOp.CHECK && first.op != RowOp.RECOVER;
-        if (intent) {
-            superblocks.beginRowWrite(first.row);
-        }
-        try {
-            processRowOp(slot, batch, count, ctx, first);
-        } finally {
-            if (intent) {
-                superblocks.endRowWrite(first.row);
-            }
-        }
-    }
-
-    private void processRowOp(Slot slot, RowWrite[] batch, int count, Context ctx, RowWrite first) throws IOException {
-        switch (first.op) {
-            case WRITE -> {
-                if (coversRow(batch, count) && MemberSet.missingIn(first.row, members.failedRole, members.recoveredRows) < 0) {
-                    writeFullRow(slot, batch, count, ctx);
-                } else {
-                    updateRow(slot, batch, count, ctx);
-                }
-            }
-            case ZERO -> updateRow(slot, ctx.zeroPieces(first), geo.dataDisks, ctx);
-            default -> syncRow(slot, first, ctx);
-        }
-    }
-
-    /**
-     * A whole row from the batch's writes (one caller's, or several that together cover the row): parity
-     * is XORed from slices of the callers' buffers, n parallel writes, no reads, no copies.
-     */
-    private void writeFullRow(Slot slot, RowWrite[] batch, int count, Context ctx) throws IOException {
-        long row = batch[0].row;
-        sortByOffset(batch, count);
-        ByteBuffer[] views = ctx.pieceViews(count);
-        for (int k = 0; k < count; k++) {
-            views[k] = batch[k].src.slice(batch[k].srcIndex, batch[k].length).order(NATIVE);
-        }
-        ByteBuffer parity = ctx.parity();
-        // Parity column by column range: each range ends where one of the chunks changes source write.
-        int[] cursor = ctx.cursor;
-        for (int i = 0, k = 0; i < geo.dataDisks; i++) {
-            while (batch[k].inRow + batch[k].length <= i * geo.chunk) {
-                k++;
-            }
-            cursor[i] = k;
-        }
-        for (int column = 0; column < geo.chunk; ) {
-            int end = geo.chunk;
-            for (int i = 0; i < geo.dataDisks; i++) {
-                RowWrite w = batch[cursor[i]];
-                ctx.srcs[i] = views[cursor[i]];
-                ctx.idx[i] = i * geo.chunk + column - w.inRow;
-                end = Math.min(end, w.inRow + w.length - i * geo.chunk);
-            }
-            xor.xorAssign(parity, column, ctx.srcs, ctx.idx, geo.dataDisks, end - column);
-            column = end;
-            for (int i = 0; i < geo.dataDisks; i++) {
-                RowWrite w = batch[cursor[i]];
-                if (w.inRow + w.length - i * geo.chunk == column) {
-                    cursor[i]++;
-                }
-            }
-        }
-        Arrays.fill(ctx.srcs, null);
-        cache.invalidate(row);
-        MemberIoExecutor.Batch writes = io.batch();
-        long memberOffset = geo.memberOffset(row);
-        for (int k = 0; k < count; k++) {
-            RowWrite w = batch[k];
-            for (int pos = w.inRow, end = w.inRow + w.length; pos < end; ) {
-                int index = pos >>> geo.chunkShift;
-                int inChunk = pos & (geo.chunk - 1);
-                int len = Math.min(end - pos, geo.chunk - inChunk);
-                int m = geo.dataMember(row, index);
-                writes.add(m, members.roles[m].device, memberOffset + inChunk, views[k].slice(pos - w.inRow, len), true);
-                pos += len;
-            }
-            views[k] = null;
-        }
-        int parityMember = geo.parityMember(row);
-        writes.add(parityMember, members.roles[parityMember].device, memberOffset, parity.clear(), true);
-        runWrites(slot, writes, row);
-        fullStripeWrites.increment();
-    }
-
-    /** Insertion sort by offset in the row: batches are a handful of writes. */
-    private static void sortByOffset(RowWrite[] batch, int count) {
-        for (int i = 1; i < count; i++) {
-            RowWrite w = batch[i];
-            int j = i - 1;
-            while (j >= 0 && batch[j].inRow > w.inRow) {
-                batch[j + 1] = batch[j];
-                j--;
-            }
-            batch[j + 1] = w;
-        }
-    }
-
-    /**
-     * Everything but a lone healthy full-row write: the batch's writes are merged into the row's cache
-     * entry, the blocks still missing for the parity are pre-read, parity is recomputed over the touched
-     * columns and the touched ranges are written.
-     */
-    private void updateRow(Slot slot, RowWrite[] batch, int count, Context ctx) throws IOException {
-        long row = batch[0].row;
-        StripeCache.Entry e = acquireEntry(row);
-        boolean keep = false;
-        try {
-            long[][] written = ctx.written;
-            long[] columns = ctx.columns;
-            for (long[] bits : written) {
-                Bits.clear(bits);
-            }
-            Bits.clear(columns);
-            for (int k = 0; k < count; k++) {
-                markWritten(batch[k], written, columns);
-            }
-            boolean fullRow = true;
-            for (int i = 0; i < geo.dataDisks && fullRow; i++) {
-                fullRow = Bits.isFull(written[i], geo.blocksPerChunk);
-            }
-            int parityMember = geo.parityMember(row);
-            int missing;
-            int missingIndex;
-            boolean readModifyWrite;
-            while (true) {
-                members.checkUsable(row * geo.rowBytes, true);
-                missing = MemberSet.missingIn(row, members.failedRole, members.recoveredRows);
-                missingIndex = missing < 0 ? -2 : missing == parityMember ? -1 : geo.dataIndexOf(row, missing);
-                readModifyWrite = planReads(e, ctx, missingIndex);
-                if (preRead(row, e, ctx, parityMember)) {
-                    break;
-                }
-            }
-            if (missingIndex >= 0) {
-                rebuildIntoEntry(e, ctx, missingIndex);
-            }
-            if (readModifyWrite) {
-                xorWrittenIntoParity(e, ctx);
-            }
-            for (int k = 0; k < count; k++) {
-                copyIntoEntry(batch[k], e);
-            }
-            if (readModifyWrite) {
-                xorWrittenIntoParity(e, ctx);
-            } else if (missingIndex != -1) {
-                recomputeParity(e, ctx);
-            }
-            MemberIoExecutor.Batch writes = io.batch();
-            long memberOffset = geo.memberOffset(row);
-            for (int i = 0; i < geo.dataDisks; i++) {
-                int m = geo.dataMember(row, i);
-                if (m != missing) {
-                    addRuns(writes, m, memberOffset, e.chunk(i), written[i], true);
-                }
-            }
-            if (missingIndex != -1) {
-                addRuns(writes, parityMember, memberOffset, e.chunk(geo.dataDisks), columns, true);
-            }
-            runWrites(slot, writes, row);
-            for (int i = 0; i < geo.dataDisks; i++) {
-                orInto(e.valid[i], written[i]);
-            }
-            if (missingIndex == -1) {
-                andNotInto(e.valid[geo.dataDisks], columns);
-            } else {
-                orInto(e.valid[geo.dataDisks], columns);
-            }
-            if (fullRow) {
-                fullStripeWrites.increment();
-            } else if (readModifyWrite) {
-                rmwWrites.increment();
-            } else {
-                reconstructWrites.increment();
-            }
-            keep = true;
-        } finally {
-            cache.release(e, keep);
-        }
-    }
-
-    /**
-     * One step of a sync pass on {@code w.row}, as the row's slot owner. Every chunk but the one being
-     * rebuilt is read from the members (check, repair and resync re-read even cached blocks: they test
-     * what the members hold). recover: the rebuilding member's chunk is the XOR of the others and is
-     * written to it, then the checkpoint moves past the row. check/repair/resync: parity is recomputed
-     * and compared page by page; repair and resync write it back when it differs.
-     */
-    private void syncRow(Slot slot, RowWrite w, Context ctx) throws IOException {
-        long row = w.row;
-        RowOp op = w.op;
-        int target = -1;
-        if (op == RowOp.RECOVER) {
-            target = members.failedRole;
-            if (!members.rebuildingOnto(w.pass.recoverDevice) || members.recoveredRows > row) {
-                return;                          // the rebuild was aborted meanwhile; the pass sees it
-            }
-        } else if (members.failedRole >= 0) {
-            throw new IOException(name + ": cannot " + op.label + " while degraded (member " + members.failedRole
-                    + " is not active)");
-        }
-        int parityMember = geo.parityMember(row);
-        int targetIndex = target < 0 ? -1 : target == parityMember ? geo.dataDisks : geo.dataIndexOf(row, target);
-        StripeCache.Entry e = acquireEntry(row);
-        boolean keep = false;
-        try {
-            for (int i = 0; i <= geo.dataDisks; i++) {
-                long[] need = ctx.need[i];
-                if (i == targetIndex) {
-                    Bits.clear(need);
-                    continue;
-                }
-                if (op != RowOp.RECOVER) {
-                    Bits.clear(e.valid[i]);
-                }
-                Bits.setRange(need, 0, geo.blocksPerChunk);
-                andNotInto(need, e.valid[i]);
-            }
-            if (!preRead(row, e, ctx, parityMember)) {
-                members.checkUsable(row * geo.rowBytes, false);
-                throw new IOException(name + ": a member failed during " + op.label + " of row " + row);
-            }
-            long memberOffset = geo.memberOffset(row);
-            MemberIoExecutor.Batch writes = io.batch();
-            if (op == RowOp.RECOVER) {
-                int count = 0;
-                for (int i = 0; i <= geo.dataDisks; i++) {
-                    if (i != targetIndex) {
-                        ctx.srcs[count] = e.chunk(i);
-                        ctx.idx[count++] = 0;
-                    }
-                }
-                ByteBuffer rebuilt = e.chunk(targetIndex);
-                xor.xorAssign(rebuilt, 0, ctx.srcs, ctx.idx, count, geo.chunk);
-                Arrays.fill(ctx.srcs, null);
-                Bits.setRange(e.valid[targetIndex], 0, geo.blocksPerChunk);
-                writes.add(target, w.pass.recoverDevice, memberOffset, rebuilt.slice(0, geo.chunk), true);
-                runWrites(slot, writes, row);
-                sync.completeRow(w.pass, row, 0);    // does nothing if the rebuild ended meanwhile
-            } else {
-                ByteBuffer computed = ctx.parity();
-                for (int i = 0; i < geo.dataDisks; i++) {
-                    ctx.srcs[i] = e.chunk(i);
-                    ctx.idx[i] = 0;
-                }
-                xor.xorAssign(computed, 0, ctx.srcs, ctx.idx, geo.dataDisks, geo.chunk);
-                Arrays.fill(ctx.srcs, null);
-                ByteBuffer stored = e.chunk(geo.dataDisks);
-                int mismatchedPages = 0;
-                for (int page = 0; page < geo.chunk; page += StripeCache.PAGE) {
-                    for (int b = page; b < page + StripeCache.PAGE; b += 8) {
-                        if (computed.getLong(b) != stored.getLong(b)) {
-                            mismatchedPages++;
-                            break;
-                        }
-                    }
-                }
-                if (mismatchedPages > 0) {
-                    LOG.debug("{}: {}: row {} has {} mismatching parity pages", name, op.label, row, mismatchedPages);
-                    if (op != RowOp.CHECK) {
-                        stored.put(0, computed, 0, geo.chunk);
-                        addRuns(writes, parityMember, memberOffset, stored, ctx.allBlocks, true);
-                        runWrites(slot, writes, row);
-                    }
-                }
-                sync.completeRow(w.pass, row, op == RowOp.RESYNC ? 0 : mismatchedPages * (StripeCache.PAGE / 512L));
-            }
-            keep = true;
-        } finally {
-            cache.release(e, keep);
-        }
-    }
-
-    private StripeCache.Entry acquireEntry(long row) {
-        boolean interrupted = false;
-        try {
-            while (true) {
-                try {
-                    return cache.acquire(row);
-                } catch (InterruptedException ie) {
-                    interrupted = true;
-                }
-            }
-        } finally {
-            if (interrupted) {
-                Thread.currentThread().interrupt();
-            }
-        }
-    }
-
-    private void markWritten(RowWrite w, long[][] written, long[] columns) {
-        int pos = w.inRow;
-        int end = w.inRow + w.length;
-        while (pos < end) {
-            int index = pos >>> geo.chunkShift;
-            int inChunk = pos & (geo.chunk - 1);
-            int len = Math.min(end - pos, geo.chunk - inChunk);
-            Bits.setRange(written[index], inChunk / BLOCK, (inChunk + len) / BLOCK);
-            Bits.setRange(columns, inChunk / BLOCK, (inChunk + len) / BLOCK);
-            pos += len;
-        }
-    }
-
-    private void copyIntoEntry(RowWrite w, StripeCache.Entry e) {
-        int pos = w.inRow;
-        int end = w.inRow + w.length;
-        int si = w.srcIndex;
-        while (pos < end) {
-            int index = pos >>> geo.chunkShift;
-            int inChunk = pos & (geo.chunk - 1);
-            int len = Math.min(end - pos, geo.chunk - inChunk);
-            e.chunk(index).put(inChunk, w.src, si, len);
-            pos += len;
-            si += len;
-        }
-    }
-
-    /**
-     * Decides which blocks must be read before the parity can be computed and puts them in
-     * {@code ctx.need} (index {@code dataDisks} = parity). Returns true for read-modify-write.
-     *
-     * @param missingIndex data index of the missing member, -1 if parity is missing, -2 if none is
-     */
-    private boolean planReads(StripeCache.Entry e, Context ctx, int missingIndex) {
-        long[][] need = ctx.need;
-        long[][] written = ctx.written;
-        long[] columns = ctx.columns;
-        long[][] valid = e.valid;
-        int words = e.words();
-        for (long[] bits : need) {
-            Bits.clear(bits);
-        }
-        if (missingIndex == -1) {
-            return false;                       // parity member gone: data is written, nothing to compute
-        }
-        if (missingIndex >= 0) {
-            // Columns where the missing chunk's old contents are needed and not cached: rebuild them from
-            // the old parity and the old data of every other chunk.
-            long[] rebuild = ctx.rebuild;
-            for (int w = 0; w < words; w++) {
-                rebuild[w] = columns[w] & ~written[missingIndex][w] & ~valid[missingIndex][w];
-                for (int i = 0; i < geo.dataDisks; i++) {
-                    if (i != missingIndex) {
-                        need[i][w] = (rebuild[w] | (columns[w] & ~written[i][w])) & ~valid[i][w];
-                    }
-                }
-                need[geo.dataDisks][w] = rebuild[w] & ~valid[geo.dataDisks][w];
-            }
-            return false;
-        }
-        long rmw = 0;
-        long rcw = 0;
-        long rmwUncached = 0;
-        long rcwUncached = 0;
-        for (int w = 0; w < words; w++) {
-            long k = columns[w];
-            for (int i = 0; i < geo.dataDisks; i++) {
-                long wr = written[i][w];
-                long v = valid[i][w];
-                rmw += Long.bitCount(wr & ~v);
-                rmwUncached += Long.bitCount(wr);
-                rcw += Long.bitCount(k & ~wr & ~v);
-                rcwUncached += Long.bitCount(k & ~wr);
-            }
-            rmw += Long.bitCount(k & ~valid[geo.dataDisks][w]);
-            rmwUncached += Long.bitCount(k);
-        }
-        boolean readModifyWrite = rmw < rcw;
-        if (Math.min(rmw, rcw) < Math.min(rmwUncached, rcwUncached)) {
-            stripeCacheHits.increment();
-        }
-        for (int w = 0; w < words; w++) {
-            long k = columns[w];
-            for (int i = 0; i < geo.dataDisks; i++) {
-                long wr = written[i][w];
-                need[i][w] = (readModifyWrite ? wr : k & ~wr) & ~valid[i][w];
-            }
-            need[geo.dataDisks][w] = readModifyWrite ? k & ~valid[geo.dataDisks][w] : 0;
-        }
-        return readModifyWrite;
-    }
-
-    /** Reads every needed run into the entry, in parallel. Returns false if a member failed (replan). */
-    private boolean preRead(long row, StripeCache.Entry e, Context ctx, int parityMember) throws IOException {
-        MemberIoExecutor.Batch reads = io.batch();
-        long memberOffset = geo.memberOffset(row);
-        int[] pieceChunk = ctx.pieceChunk;
-        int pieces = 0;
-        for (int i = 0; i <= geo.dataDisks; i++) {
-            int m = i == geo.dataDisks ? parityMember : geo.dataMember(row, i);
-            int before = reads.size();
-            addRuns(reads, m, memberOffset, e.chunk(i), ctx.need[i], false);
-            for (int p = before; p < reads.size(); p++) {
-                if (pieces == pieceChunk.length) {
-                    pieceChunk = ctx.pieceChunk = Arrays.copyOf(pieceChunk, pieces * 2);
-                }
-                pieceChunk[pieces++] = i;
-            }
-        }
-        if (pieces == 0) {
-            return true;
-        }
-        memberPrereads.add(pieces);
-        reads.run();
-        try {
-            return recordPreReads(reads, e, ctx, memberOffset, pieces);
-        } finally {
-            reads.clear();
-        }
-    }
-
-    private boolean recordPreReads(MemberIoExecutor.Batch reads, StripeCache.Entry e, Context ctx, long memberOffset,
-                                   int pieces) {
-        int[] pieceChunk = ctx.pieceChunk;
-        boolean ok = true;
-        for (int p = 0; p < pieces; p++) {
-            int from = (int) ((reads.offset(p) - memberOffset) / BLOCK);
-            if (reads.error(p) != null) {
-                members.memberFailed(reads.member(p), reads.device(p), reads.error(p));
-                ok = false;
-            } else {
-                int to = Bits.nextClear(ctx.need[pieceChunk[p]], from, geo.blocksPerChunk);
-                Bits.setRange(e.valid[pieceChunk[p]], from, to);
-            }
-        }
-        return ok;
-    }
-
-    /** Rebuilds the missing data chunk's old contents where the plan needs them: parity ^ other chunks. */
-    private void rebuildIntoEntry(StripeCache.Entry e, Context ctx, int missingIndex) {
-        long[] rebuild = ctx.rebuild;
-        ctx.srcs[0] = e.chunk(geo.dataDisks);
-        int count = 1;
-        for (int i = 0; i < geo.dataDisks; i++) {
-            if (i != missingIndex) {
-                ctx.srcs[count++] = e.chunk(i);
-            }
-        }
-        ByteBuffer target = e.chunk(missingIndex);
-        for (int b = Bits.nextSet(rebuild, 0, geo.blocksPerChunk); b < geo.blocksPerChunk; ) {
-            int end = Bits.nextClear(rebuild, b, geo.blocksPerChunk);
-            for (int k = 0; k < count; k++) {
-                ctx.idx[k] = b * BLOCK;
-            }
-            xor.xorAssign(target, b * BLOCK, ctx.srcs, ctx.idx, count, (end - b) * BLOCK);
-            b = Bits.nextSet(rebuild, end, geo.blocksPerChunk);
-        }
-        orInto(e.valid[missingIndex], rebuild);
-        Arrays.fill(ctx.srcs, null);
-    }
-
-    /** parity ^= data over each chunk's written blocks (called before and after the new data is copied in). */
-    private void xorWrittenIntoParity(StripeCache.Entry e, Context ctx) {
-        ByteBuffer parity = e.chunk(geo.dataDisks);
-        for (int i = 0; i < geo.dataDisks; i++) {
-            long[] bits = ctx.written[i];
-            ctx.srcs[0] = e.chunk(i);
-            for (int b = Bits.nextSet(bits, 0, geo.blocksPerChunk); b < geo.blocksPerChunk; ) {
-                int end = Bits.nextClear(bits, b, geo.blocksPerChunk);
-                ctx.idx[0] = b * BLOCK;
-                xor.xorInto(parity, b * BLOCK, ctx.srcs, ctx.idx, 1, (end - b) * BLOCK);
-                b = Bits.nextSet(bits, end, geo.blocksPerChunk);
-            }
-        }
-        ctx.srcs[0] = null;
-    }
-
-    /** parity = XOR of all data chunks over the touched columns. */
-    private void recomputeParity(StripeCache.Entry e, Context ctx) {
-        ByteBuffer parity = e.chunk(geo.dataDisks);
-        for (int i = 0; i < geo.dataDisks; i++) {
-            ctx.srcs[i] = e.chunk(i);
-        }
-        long[] columns = ctx.columns;
-        for (int b = Bits.nextSet(columns, 0, geo.blocksPerChunk); b < geo.blocksPerChunk; ) {
-            int end = Bits.nextClear(columns, b, geo.blocksPerChunk);
-            for (int i = 0; i < geo.dataDisks; i++) {
-                ctx.idx[i] = b * BLOCK;
-            }
-            xor.xorAssign(parity, b * BLOCK, ctx.srcs, ctx.idx, geo.dataDisks, (end - b) * BLOCK);
-            b = Bits.nextSet(columns, end, geo.blocksPerChunk);
-        }
-        Arrays.fill(ctx.srcs, null);
-    }
-
-    private void addRuns(MemberIoExecutor.Batch batch, int member, long memberOffset, ByteBuffer chunkBuffer,
-                         long[] bits, boolean write) {
-        for (int b = Bits.nextSet(bits, 0, geo.blocksPerChunk); b < geo.blocksPerChunk; ) {
-            int end = Bits.nextClear(bits, b, geo.blocksPerChunk);
-            batch.add(member, members.roles[member].device, memberOffset + (long) b * BLOCK,
-                    chunkBuffer.slice(b * BLOCK, (end - b) * BLOCK), write);
-            b = Bits.nextSet(bits, end, geo.blocksPerChunk);
-        }
-    }
-
-    /** Runs member writes while holding the row's slot exclusively; failing members are marked faulty. */
-    private void runWrites(Slot slot, MemberIoExecutor.Batch batch, long row) throws IOException {
-        long stamp = slot.ioLock.writeLock();
-        try {
-            batch.run();
-        } finally {
-            slot.ioLock.unlockWrite(stamp);
-        }
-        for (int i = 0; i < batch.size(); i++) {
-            if (batch.error(i) != null) {
-                members.memberFailed(batch.member(i), batch.device(i), batch.error(i));
-            }
-        }
-        batch.clear();
-        members.checkUsable(row * geo.rowBytes, true);
-    }
-
-    private static void orInto(long[] target, long[] bits) {
-        for (int w = 0; w < target.length; w++) {
-            target[w] |= bits[w];
-        }
-    }
-
-    private static void andNotInto(long[] target, long[] bits) {
-        for (int w = 0; w < target.length; w++) {
-            target[w] &= ~bits[w];
-        }
-    }
-
-
-    // ----------------------------------------------------------------------------------------- per-thread
-
-    /** Scratch state of one calling thread; used only by that thread (see the class comment). */
-    final class Context {
-        final RowWrite rowWrite = new RowWrite();
-        /** One caller's write: the window of rows it queues at once (see write). */
-        final RowWrite[] pieces = new RowWrite[WRITE_WINDOW_ROWS];
-        /** {@link #submit}'s one-entry array for awaitAll. */
-        final RowWrite[] single = new RowWrite[1];
-        RowWrite[] batch = new RowWrite[8];
-        final long[][] written;
-        final long[] columns;
-        final long[] rebuild;
-        final long[][] need;
-        final ByteBuffer[] srcs = new ByteBuffer[geo.members + 1];
-        final int[] idx = new int[geo.members + 1];
-        /** Native-order views of a full-row batch's source buffers, one per write. */
-        private ByteBuffer[] pieceViews = new ByteBuffer[8];
-        /** Per data chunk, the batch index of the write covering the current parity column range. */
-        final int[] cursor = new int[geo.dataDisks];
-        /**
-         * This thread's write in progress, for other threads' {@link #worthHolding}: its byte
-         * range (writeEnd -1 when none) and the row it is at (-1 before its first row). Written only by
-         * this thread.
-         */
-        volatile long writeStart = -1;
-        volatile long writeEnd = -1;
-        volatile long writeRow = -1;
-        /** End of this thread's last write; read by {@link #worthHolding} to recognise sequential streams. */
-        volatile long lastEnd = -1;
-        int[] pieceChunk = new int[16];
-        /** Every block of a chunk set. */
-        final long[] allBlocks;
-        /** The per-chunk writes of zeros one discard of a row turns into. */
-        final RowWrite[] zeroWrites = new RowWrite[geo.dataDisks];
-        private ByteBuffer parity;
-        private ByteBuffer scratch;
-        private ByteBuffer accumulator;
-
-        Context() {
-            int words = (geo.blocksPerChunk + 63) / 64;
-            written = new long[geo.dataDisks][words];
-            columns = new long[words];
-            rebuild = new long[words];
-            need = new long[geo.members][words];
-            allBlocks = new long[words];
-            Bits.setRange(allBlocks, 0, geo.blocksPerChunk);
-            for (int i = 0; i < geo.dataDisks; i++) {
-                zeroWrites[i] = new RowWrite();
-            }
-            for (int i = 0; i < pieces.length; i++) {
-                pieces[i] = new RowWrite();
-            }
-            WeakReference<Context> ref = new WeakReference<>(this);
-            for (int i = 0; i < TRACKED_WRITERS; i++) {
-                WeakReference<Context> old = writers.get(i);
-                if ((old == null || old.get() == null) && writers.compareAndSet(i, old, ref)) {
-                    writersInUse.accumulateAndGet(i + 1, Math::max);
-                    break;
-                }
-            }
-        }
-
-        ByteBuffer[] pieceViews(int count) {
-            if (pieceViews.length < count) {
-                pieceViews = new ByteBuffer[Math.max(count, pieceViews.length * 2)];
-            }
-            return pieceViews;
-        }
-
-        /**
-         * Splits a discard of {@code [w.inRow, w.inRow + w.length)} into one zero write per chunk it touches
-         * (unused entries cover nothing), for one merged row update. Returns the array, always {@code dataDisks} long.
-         */
-        RowWrite[] zeroPieces(RowWrite w) {
-            int pos = w.inRow;
-            int end = w.inRow + w.length;
-            for (int i = 0; i < geo.dataDisks; i++) {
-                int chunkStart = i * geo.chunk;
-                int from = Math.max(pos, chunkStart);
-                int to = Math.min(end, chunkStart + geo.chunk);
-                zeroWrites[i].set(w.row, from, Math.max(0, to - from), zeroChunk, 0);
-            }
-            return zeroWrites;
-        }
-
-        /**
-         * Exactly one chunk, page-aligned (members may be opened with O_DIRECT), native order. The final
-         * slice matters: an aligned slice of an allocation that happens to be aligned keeps the extra page,
-         * and {@code clear()} would then expose it.
-         */
-        private ByteBuffer alignedChunk() {
-            return ByteBuffer.allocateDirect(geo.chunk + StripeCache.PAGE).alignedSlice(StripeCache.PAGE)
-                    .slice(0, geo.chunk).order(NATIVE);
-        }
-
-        ByteBuffer parity() {
-            if (parity == null) {
-                parity = alignedChunk();
-            }
-            return parity.clear();
-        }
-
-        ByteBuffer scratch() {
-            if (scratch == null) {
-                scratch = alignedChunk();
-            }
-            return scratch.clear();
-        }
-
-        ByteBuffer accumulator() {
-            if (accumulator == null) {
-                accumulator = alignedChunk();
-            }
-            return accumulator.clear();
-        }
-    }
-
-    /** The calling thread's context. */
-    Context context() {
-        return contexts.get();
     }
 
     @Override

@@ -3,10 +3,12 @@ package io.stripestack.raid5;
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.IoStats;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.StampedLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -48,7 +50,10 @@ final class SyncEngine {
     private final MemberSet members;
     private final Superblocks superblocks;
     private final IoStats stats;
-    private final Raid5Array rows;
+    private final WriteScheduler writes;
+    private final RowUpdater updater;
+    private final MemberIoExecutor io;
+    private final Xor xor;
     /** The state lock (see MemberSet). */
     private final Object lock;
 
@@ -77,14 +82,18 @@ final class SyncEngine {
      *                     resync offset
      * @param bitmapLoaded the members' bitmap was read at assembly: the resync may skip its clean regions
      */
-    SyncEngine(String name, StripeGeometry geo, MemberSet members, Superblocks superblocks, IoStats stats,
-               Raid5Array rows, Md1Superblock opened, boolean bitmapLoaded) {
+    SyncEngine(String name, StripeGeometry geo, MemberSet members, Superblocks superblocks, WriteScheduler writes,
+               RowUpdater updater, MemberIoExecutor io, Xor xor, IoStats stats, Md1Superblock opened,
+               boolean bitmapLoaded) {
         this.name = name;
         this.geo = geo;
         this.members = members;
         this.superblocks = superblocks;
         this.stats = stats;
-        this.rows = rows;
+        this.writes = writes;
+        this.updater = updater;
+        this.io = io;
+        this.xor = xor;
         this.lock = members.lock;
         if (!opened.isClean()) {
             needsResync = true;
@@ -458,11 +467,16 @@ final class SyncEngine {
             return stopSync || members.closed || members.failed || error != null
                     || (op == RowOp.RECOVER && !members.rebuildingOnto(recoverDevice));
         }
+
+        /** This pass's step on {@code w.row}, run by the row's slot owner (see {@link RowUpdater#process}). */
+        void processRow(StampedLock rowLock, RowWrite w, CallerContext ctx) throws IOException {
+            syncRow(rowLock, w, ctx);
+        }
     }
 
     private void syncWorker(SyncPass pass) {
-        Raid5Array.Context ctx = rows.context();
-        Raid5Array.RowWrite w = ctx.rowWrite;
+        CallerContext ctx = writes.context();
+        RowWrite w = ctx.rowWrite;
         while (!pass.stopping()) {
             long row = pass.next.getAndIncrement();
             if (row >= geo.rows) {
@@ -475,7 +489,7 @@ final class SyncEngine {
             pass.meter.throttle(pass);
             w.setSync(row, pass);
             try {
-                rows.submit(w, ctx);
+                writes.submit(w, ctx);
             } catch (IOException e) {
                 LOG.error("{}: {} stopped at row {}: {}", name, pass.op.label, row, e.getMessage());
                 pass.error = e.getMessage();
@@ -486,6 +500,98 @@ final class SyncEngine {
             if (pass.op == RowOp.RECOVER && pass.error == null && members.rebuildingOnto(pass.recoverDevice)) {
                 checkpointRecovery(pass);
             }
+        }
+    }
+
+    /**
+     * One step of a sync pass on {@code w.row}, as the row's slot owner. Every chunk but the one being
+     * rebuilt is read from the members (check, repair and resync re-read even cached blocks: they test
+     * what the members hold). recover: the rebuilding member's chunk is the XOR of the others and is
+     * written to it, then the checkpoint moves past the row. check/repair/resync: parity is recomputed
+     * and compared page by page; repair and resync write it back when it differs.
+     */
+    private void syncRow(StampedLock rowLock, RowWrite w, CallerContext ctx) throws IOException {
+        long row = w.row;
+        RowOp op = w.op;
+        int target = -1;
+        if (op == RowOp.RECOVER) {
+            target = members.failedRole;
+            if (!members.rebuildingOnto(w.pass.recoverDevice) || members.recoveredRows > row) {
+                return;                          // the rebuild was aborted meanwhile; the pass sees it
+            }
+        } else if (members.failedRole >= 0) {
+            throw new IOException(name + ": cannot " + op.label + " while degraded (member " + members.failedRole
+                    + " is not active)");
+        }
+        int parityMember = geo.parityMember(row);
+        int targetIndex = target < 0 ? -1 : target == parityMember ? geo.dataDisks : geo.dataIndexOf(row, target);
+        StripeCache.Entry e = updater.acquireEntry(row);
+        boolean keep = false;
+        try {
+            for (int i = 0; i <= geo.dataDisks; i++) {
+                long[] need = ctx.need[i];
+                if (i == targetIndex) {
+                    Bits.clear(need);
+                    continue;
+                }
+                if (op != RowOp.RECOVER) {
+                    Bits.clear(e.valid[i]);
+                }
+                Bits.setRange(need, 0, geo.blocksPerChunk);
+                RowUpdater.andNotInto(need, e.valid[i]);
+            }
+            if (!updater.preRead(row, e, ctx, parityMember)) {
+                members.checkUsable(row * geo.rowBytes, false);
+                throw new IOException(name + ": a member failed during " + op.label + " of row " + row);
+            }
+            long memberOffset = geo.memberOffset(row);
+            MemberIoExecutor.Batch writes = io.batch();
+            if (op == RowOp.RECOVER) {
+                int count = 0;
+                for (int i = 0; i <= geo.dataDisks; i++) {
+                    if (i != targetIndex) {
+                        ctx.srcs[count] = e.chunk(i);
+                        ctx.idx[count++] = 0;
+                    }
+                }
+                ByteBuffer rebuilt = e.chunk(targetIndex);
+                xor.xorAssign(rebuilt, 0, ctx.srcs, ctx.idx, count, geo.chunk);
+                Arrays.fill(ctx.srcs, null);
+                Bits.setRange(e.valid[targetIndex], 0, geo.blocksPerChunk);
+                writes.add(target, w.pass.recoverDevice, memberOffset, rebuilt.slice(0, geo.chunk), true);
+                updater.runWrites(rowLock, writes, row);
+                completeRow(w.pass, row, 0);    // does nothing if the rebuild ended meanwhile
+            } else {
+                ByteBuffer computed = ctx.parity();
+                for (int i = 0; i < geo.dataDisks; i++) {
+                    ctx.srcs[i] = e.chunk(i);
+                    ctx.idx[i] = 0;
+                }
+                xor.xorAssign(computed, 0, ctx.srcs, ctx.idx, geo.dataDisks, geo.chunk);
+                Arrays.fill(ctx.srcs, null);
+                ByteBuffer stored = e.chunk(geo.dataDisks);
+                int mismatchedPages = 0;
+                for (int page = 0; page < geo.chunk; page += StripeCache.PAGE) {
+                    for (int b = page; b < page + StripeCache.PAGE; b += 8) {
+                        if (computed.getLong(b) != stored.getLong(b)) {
+                            mismatchedPages++;
+                            break;
+                        }
+                    }
+                }
+                if (mismatchedPages > 0) {
+                    LOG.debug("{}: {}: row {} has {} mismatching parity pages", name, op.label, row, mismatchedPages);
+                    if (op != RowOp.CHECK) {
+                        stored.put(0, computed, 0, geo.chunk);
+                        updater.addRuns(writes, parityMember, memberOffset, stored, ctx.allBlocks, true);
+                        updater.runWrites(rowLock, writes, row);
+                    }
+                }
+                completeRow(w.pass, row, op == RowOp.RESYNC ? 0 : mismatchedPages * (StripeCache.PAGE / 512L));
+            }
+            keep = true;
+        } finally {
+            updater.releaseEntry(e, keep);
         }
     }
 
