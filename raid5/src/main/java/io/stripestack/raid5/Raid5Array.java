@@ -6,12 +6,8 @@ import io.stripestack.blockdev.IoStats;
 import io.stripestack.blockdev.MediumErrorException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.LongAdder;
-import java.util.concurrent.locks.LockSupport;
-import java.util.concurrent.locks.StampedLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -20,100 +16,59 @@ import org.slf4j.LoggerFactory;
  * layouts, byte-for-byte md's data placement, so the member files can be assembled by the kernel.
  * Open one with {@link #create} or {@link Raid5Assembler#assemble}.
  *
- * <h2>Paths</h2>
+ * <p>This class is the public face: it checks requests, counts them, and hands them to the parts, each
+ * of which says in its class comment which thread owns what and which lock guards what:
  * <ul>
- *   <li><b>Healthy read</b>: split at chunk boundaries; each piece is read from its member straight into
- *       a slice of the caller's buffer (no copy, no cache, parity never read); pieces on different
- *       members run in parallel on the {@link MemberIoExecutor} threads.</li>
- *   <li><b>Full-row write</b> (one caller's, or several callers' writes that together cover the row):
- *       parity is XORed from slices of the callers' buffers into a per-thread parity buffer; all n
- *       members are written in parallel; no member is read, nothing is copied.</li>
- *   <li><b>Partial write</b>: goes through the row's {@link StripeCache} entry: the blocks still needed
- *       are pre-read (read-modify-write or reconstruct-write, whichever reads fewer blocks not already
- *       cached), the new data is copied into the entry, parity is recomputed over the touched columns,
- *       and the touched data and parity ranges are written in parallel.</li>
- *   <li><b>Degraded</b>: a member that fails an I/O (or {@link #failMember}) is marked faulty in the
- *       superblocks of the others; its chunks are rebuilt from the others on read and implied by parity
- *       on write. A second failure stops all I/O with {@link MediumErrorException}.</li>
+ *   <li>{@link StripeGeometry}: where a block lives (row, member, member offset); immutable.</li>
+ *   <li>{@link ReadPath}: healthy reads straight into the caller's buffer, degraded reconstruction,
+ *       read-error correction, check_parity_on_reads.</li>
+ *   <li>{@link WriteScheduler}: writes, discards and sync steps as row writes on
+ *       {@value WriteScheduler#SLOTS} write slots; batching of concurrent writes to a row, the write window, holds;
+ *       the row locks reads take. {@link RowUpdater}: one row update (full-stripe, read-modify-write or
+ *       reconstruct-write, through the {@link StripeCache}).</li>
+ *   <li>{@link SyncEngine}: md's sync actions (resync, recover, check, repair) on their own threads,
+ *       with progress and speed limits.</li>
+ *   <li>{@link MemberSet}: member health, spares, failures (a member that fails an I/O, or
+ *       {@link #failMember}, is marked faulty; its chunks are then rebuilt from the others on read and
+ *       implied by parity on write; a second failure stops all I/O with {@link MediumErrorException}).
+ *       Its state lock also guards the sync state and the superblocks.</li>
+ *   <li>{@link Superblocks}: the superblocks and the write-intent bitmap.</li>
  * </ul>
  *
- * <h2>Concurrency</h2>
- * Any number of threads may call read/write/flush. Rows are hashed onto {@value #SLOTS} write slots.
- * <ul>
- *   <li>Each slot has a queue of pending row writes and at most one <em>owner</em> thread (the caller
- *       whose request reached the idle slot first, or the one the previous owner hands over to). A caller
- *       queues the rows of its request on their slots together, up to {@link #WRITE_WINDOW_ROWS} at a time,
- *       and then waits for them ({@code awaitAll}), parked ({@link LockSupport}) until an owner completes
- *       one of its rows or hands it a slot; it processes every slot handed to it before it parks again, so
- *       it may own several slots at once. The owner takes the queued writes for the same row that do not
- *       overlap each other (md-style batching: concurrent writes that together fill a row need no
- *       pre-reads), processes them as one row update, completes them, and hands the slot to the next
- *       waiter. An owner whose writes cover the row only partly may first wait on the slot's monitor
- *       (see {@code worthHolding}: bounded, and only while another caller's write is in progress) for a
- *       write that will add to the row; submitters wake it. An owner waits for no other slot, so no cycle
- *       of waits forms. The slot's queue and owner flag are guarded by the slot's monitor (a queued
- *       write's done and lead flags are volatile, read by its parked caller); the row's cache entry and
- *       the owner's per-thread buffers are used only by the owner.</li>
- *   <li>Each slot also has a {@link StampedLock}: row updates hold it exclusively only while writing
- *       members; reads hold it shared (for every row they touch, taken in ascending slot order, so no
- *       lock cycle can form). A read therefore sees every block either before or after a racing write,
- *       never half of one, and a degraded read rebuilds from a consistent row.</li>
- *   <li>Member health, spares and failures: {@link MemberSet}; superblocks and the write-intent bitmap:
- *       {@link Superblocks}; resync, recover, check and repair: {@link SyncEngine}. Each says which lock
- *       guards what; one state lock (MemberSet's) guards all three.</li>
- * </ul>
- *
- * <h2>Lifecycle (md's sync_action)</h2>
- * <ul>
- *   <li><b>Spares and rebuild</b>: {@link #addSpare} writes a spare superblock (role 0xffff). When a
- *       member fails (or is failed, or is missing at assembly) and a spare exists, the spare takes the
- *       role and is rebuilt online: rows below the checkpoint are read and written on it normally,
- *       rows above it are treated as degraded (reads reconstruct, writes leave it out). A later assemble
- *       resumes the rebuild from the checkpoint in the new member's superblock.</li>
- *   <li><b>Scrub</b>: {@code check} reads every row and counts mismatching 4 KiB parity pages
- *       ({@link #mismatchCount()} in 512-byte sectors, 8 per page, as md); {@code repair} rewrites
- *       them; {@code resync} recomputes parity (needed after an unclean shutdown, started by itself).</li>
- *   <li><b>Speed</b>: bounded like md: below {@link #syncSpeedMin()} KiB/s the sync never waits; above
- *       it, it yields while foreground I/O is arriving and never exceeds {@link #syncSpeedMax()}.</li>
- * </ul>
+ * <p>Any number of threads may call read, write, discard and flush (the BlockDevice contract); the
+ * controls are thread-safe. Lifecycle (md's sync_action): {@link #addSpare} adds a hot spare, onto which
+ * a failed (or missing) role is rebuilt online, resumed from its checkpoint after a restart;
+ * {@code check} counts mismatching 4 KiB parity pages ({@link #mismatchCount()} in 512-byte sectors, 8
+ * per page, as md), {@code repair} rewrites them, {@code resync} recomputes parity (started by itself
+ * after an unclean shutdown); the sync keeps at least {@link #syncSpeedMin()} KiB/s and never exceeds
+ * {@link #syncSpeedMax()}, yielding to foreground I/O in between.
  */
 public final class Raid5Array implements BlockDevice {
     private static final Logger LOG = LoggerFactory.getLogger(Raid5Array.class);
     /** Memory the automatic stripe cache size aims at; see {@link #defaultStripeCacheRows}. */
     public static final long DEFAULT_STRIPE_CACHE_BYTES = 32L << 20;
-    private static final ByteOrder NATIVE = ByteOrder.nativeOrder();
-
-    private final String name;
-    private final StripeGeometry geo;
-    private final int blockSize;
-    private final Geometry ioHints;
-    private final MemberSet members;
-    private final Superblocks superblocks;
-    private final SyncEngine sync;
-    private final RowUpdater updater;
-    private final WriteScheduler writes;
-    private final Xor xor = Xor.best();
-    private final MemberIoExecutor io;
-    private final StripeCache cache;
-    private final List<String> assemblyProblems;
-    private final boolean cleanAtOpen;
-    private volatile boolean checkParityOnReads;
-    /** Zeros for discard; only ever read. */
-    private final ByteBuffer zeroChunk;
-
-    private final IoStats stats;
-    private final LongAdder degradedReads;
-    private final LongAdder parityMismatches;
-    private final LongAdder readErrorsCorrected;
-
+    /** md's default sync_speed_min / sync_speed_max, KiB/s. */
+    public static final int DEFAULT_SYNC_SPEED_MIN = 1000;
+    public static final int DEFAULT_SYNC_SPEED_MAX = 200000;
     /** The layer counters of {@link #stats()}, in the order they are listed. */
     private static final List<String> LAYER_COUNTERS = List.of("full_stripe_writes", "rmw_writes",
             "reconstruct_writes", "member_prereads", "degraded_reads", "stripe_cache_hits", "held_writes",
             "parity_mismatches", "read_errors_corrected");
 
-    /** md's default sync_speed_min / sync_speed_max, KiB/s. */
-    public static final int DEFAULT_SYNC_SPEED_MIN = 1000;
-    public static final int DEFAULT_SYNC_SPEED_MAX = 200000;
+    private final String name;
+    private final StripeGeometry geo;
+    private final int blockSize;
+    private final Geometry ioHints;
+    private final List<String> assemblyProblems;
+    private final boolean cleanAtOpen;
+    private final IoStats stats;
+    private final StripeCache cache;
+    private final MemberIoExecutor io;
+    private final MemberSet members;
+    private final Superblocks superblocks;
+    private final WriteScheduler writes;
+    private final ReadPath reads;
+    private final SyncEngine sync;
 
     /**
      * Opens an array whose superblock facts were checked by the caller ({@link #create} or
@@ -134,7 +89,6 @@ public final class Raid5Array implements BlockDevice {
         }
         this.blockSize = block;
         this.ioHints = geo.ioHints();
-        this.checkParityOnReads = options.checkParityOnReads();
         this.cache = new StripeCache(geo.members, geo.chunk, options.stripeCacheRows() > 0 ? options.stripeCacheRows()
                 : defaultStripeCacheRows(geo.members, geo.chunk));
         this.stats = new IoStats(name);
@@ -142,18 +96,17 @@ public final class Raid5Array implements BlockDevice {
         for (String counter : LAYER_COUNTERS) {
             stats.counter(counter);
         }
-        this.degradedReads = stats.counter("degraded_reads");
-        this.parityMismatches = stats.counter("parity_mismatches");
-        this.readErrorsCorrected = stats.counter("read_errors_corrected");
-        this.zeroChunk = ByteBuffer.allocateDirect(geo.chunk);
         WriteIntentBitmap bitmap = loadedBitmap != null ? loadedBitmap
                 : geo.members <= 64 ? WriteIntentBitmap.create(template, options.bitmapChunkBytes()) : null;
         this.members = new MemberSet(name, geo, roles, spareMembers, resumeRecoveryRows);
         this.superblocks = new Superblocks(name, geo, template, bitmap, members);
         int threads = options.ioThreads() > 0 ? options.ioThreads() : MemberIoExecutor.defaultThreads(geo.members);
         this.io = new MemberIoExecutor(name, threads);
-        this.updater = new RowUpdater(geo, members, superblocks, cache, io, xor, stats);
-        this.writes = new WriteScheduler(name, geo, updater, zeroChunk, stats.counter("held_writes"));
+        Xor xor = Xor.best();
+        RowUpdater updater = new RowUpdater(geo, members, superblocks, cache, io, xor, stats);
+        this.writes = new WriteScheduler(name, geo, updater, ByteBuffer.allocateDirect(geo.chunk),
+                stats.counter("held_writes"));
+        this.reads = new ReadPath(name, geo, members, writes, io, xor, stats, options.checkParityOnReads());
         this.sync = new SyncEngine(name, geo, members, superblocks, writes, updater, io, xor, stats, template,
                 loadedBitmap != null);
         members.connect(superblocks, sync);
@@ -270,7 +223,7 @@ public final class Raid5Array implements BlockDevice {
         long start = stats.startIo();
         try {
             if (length > 0) {
-                readRange(offset, dst, dst.position(), length);
+                reads.read(offset, dst, dst.position(), length);
             }
             dst.position(dst.limit());
         } catch (IOException | RuntimeException e) {
@@ -404,11 +357,11 @@ public final class Raid5Array implements BlockDevice {
     }
 
     public boolean checkParityOnReads() {
-        return checkParityOnReads;
+        return reads.checkParityOnReads();
     }
 
     public void setCheckParityOnReads(boolean enabled) {
-        checkParityOnReads = enabled;
+        reads.setCheckParityOnReads(enabled);
         LOG.info("{}: check_parity_on_reads {}", name, enabled ? "on" : "off");
     }
 
@@ -551,203 +504,6 @@ public final class Raid5Array implements BlockDevice {
      */
     public boolean awaitSyncIdle(long timeout, TimeUnit unit) throws InterruptedException {
         return sync.awaitIdle(timeout, unit);
-    }
-
-    // ----------------------------------------------------------------------------------------- reads
-
-    private void readRange(long offset, ByteBuffer dst, int dstIndex, int length) throws IOException {
-        long firstRow = offset / geo.rowBytes;
-        long lastRow = (offset + length - 1) / geo.rowBytes;
-        writes.lockRowsShared(firstRow, lastRow);
-        try {
-            members.checkUsable(offset, false);
-            int failedNow = members.failedRole;
-            long recovered = members.recoveredRows;
-            MemberIoExecutor.Batch batch = io.batch();
-            boolean degraded = false;
-            long pos = offset;
-            int di = dstIndex;
-            int left = length;
-            while (left > 0) {
-                long chunkNo = pos >>> geo.chunkShift;
-                int inChunk = (int) (pos & (geo.chunk - 1));
-                int len = Math.min(left, geo.chunk - inChunk);
-                long row = chunkNo / geo.dataDisks;
-                int member = geo.dataMember(row, (int) (chunkNo - row * geo.dataDisks));
-                if (member != MemberSet.missingIn(row, failedNow, recovered)) {
-                    batch.add(member, members.roles[member].device, geo.memberOffset(row) + inChunk, dst.slice(di, len), false);
-                } else {
-                    degraded = true;
-                }
-                pos += len;
-                di += len;
-                left -= len;
-            }
-            batch.run();
-            try {
-                for (int i = 0; i < batch.size(); i++) {
-                    if (batch.error(i) != null) {
-                        repairFailedRead(batch.member(i), batch.device(i), batch.offset(i), batch.buffer(i),
-                                batch.error(i), failedNow, recovered);
-                    }
-                }
-            } finally {
-                batch.clear();
-            }
-            if (degraded) {
-                rebuildMissingPieces(offset, dst, dstIndex, length, failedNow, recovered);
-            }
-            if (checkParityOnReads && members.failedRole < 0) {
-                verifyRows(offset, length);
-            }
-        } finally {
-            writes.unlockRowsShared(firstRow, lastRow);
-        }
-    }
-
-    /**
-     * A member read failed: like md, rebuild the piece from the other members into the caller's buffer
-     * and write it back to the member (a disk remaps a bad sector on write). The member is marked faulty
-     * only if that write fails, or at once when the row has no redundancy left. The shared row lock
-     * the caller holds keeps writers out, so the rewritten bytes are the row's current contents.
-     */
-    private void repairFailedRead(int member, BlockDevice device, long memberOffset, ByteBuffer piece,
-                                  IOException error, int failedNow, long recovered) throws IOException {
-        long inData = memberOffset - geo.dataOffset;
-        long row = inData / geo.chunk;
-        int inChunk = (int) (inData % geo.chunk);
-        long arrayOffset = row * geo.rowBytes;
-        if (MemberSet.missingIn(row, failedNow, recovered) >= 0 || members.failed) {
-            members.memberFailed(member, device, error);
-            members.checkUsable(arrayOffset, false);
-            throw new MediumErrorException(name + ": member " + member + " failed reading row " + row
-                    + " while another member was missing", arrayOffset, false, error);
-        }
-        ByteBuffer target = piece.duplicate().clear().order(NATIVE);
-        int len = target.capacity();
-        try {
-            rebuild(row, member, inChunk, target, len, arrayOffset);
-            degradedReads.increment();
-        } catch (MediumErrorException e) {
-            members.memberFailed(member, device, error);
-            members.checkUsable(arrayOffset, false);
-            throw e;
-        }
-        try {
-            device.write(memberOffset, piece.duplicate().clear());
-            readErrorsCorrected.increment();
-            LOG.warn("{}: read error on member {} ({}) at byte {} corrected: {} bytes rebuilt from parity and "
-                    + "rewritten ({})", name, member, members.roles[member].displayName, memberOffset, len, error.getMessage());
-        } catch (IOException e) {
-            members.memberFailed(member, device, e);
-        }
-    }
-
-    /** Rebuilds, from the other members, every piece of the range that lies on the row's missing member. */
-    private void rebuildMissingPieces(long offset, ByteBuffer dst, int dstIndex, int length, int failedNow,
-                                      long recovered) throws IOException {
-        long pos = offset;
-        int di = dstIndex;
-        int left = length;
-        while (left > 0) {
-            long chunkNo = pos >>> geo.chunkShift;
-            int inChunk = (int) (pos & (geo.chunk - 1));
-            int len = Math.min(left, geo.chunk - inChunk);
-            long row = chunkNo / geo.dataDisks;
-            int member = geo.dataMember(row, (int) (chunkNo - row * geo.dataDisks));
-            if (member == MemberSet.missingIn(row, failedNow, recovered)) {
-                members.checkUsable(pos, false);
-                rebuild(row, member, inChunk, dst.slice(di, len).order(NATIVE), len, pos);
-                degradedReads.increment();
-            }
-            pos += len;
-            di += len;
-            left -= len;
-        }
-    }
-
-    /**
-     * {@code target[0, len) = XOR of every other member's bytes at that row and in-chunk offset}.
-     *
-     * @throws MediumErrorException when another member fails too (it is marked faulty)
-     */
-    private void rebuild(long row, int missing, int inChunk, ByteBuffer target, int len, long arrayOffset)
-            throws IOException {
-        CallerContext ctx = writes.context();
-        ByteBuffer scratch = ctx.scratch();
-        long memberOffset = geo.memberOffset(row) + inChunk;
-        boolean first = true;
-        for (int m = 0; m < geo.members; m++) {
-            if (m == missing) {
-                continue;
-            }
-            BlockDevice device = members.roles[m].device;
-            try {
-                if (first) {
-                    device.read(memberOffset, target.duplicate().position(0).limit(len));
-                    first = false;
-                } else {
-                    device.read(memberOffset, scratch.clear().limit(len));
-                    ctx.srcs[0] = scratch;
-                    ctx.idx[0] = 0;
-                    xor.xorInto(target, 0, ctx.srcs, ctx.idx, 1, len);
-                }
-            } catch (IOException e) {
-                ctx.srcs[0] = null;
-                members.memberFailed(m, device, e);
-                members.checkUsable(arrayOffset, false);
-                throw new MediumErrorException(name + ": cannot rebuild row " + row + " of member " + missing
-                        + ": member " + m + " failed too (" + e.getMessage() + ")", arrayOffset, false, e);
-            }
-        }
-        ctx.srcs[0] = null;
-    }
-
-    /** check_parity_on_reads: XOR of all members over the columns the read touched must be zero. */
-    private void verifyRows(long offset, int length) throws IOException {
-        CallerContext ctx = writes.context();
-        long end = offset + length;
-        for (long row = offset / geo.rowBytes; row * geo.rowBytes < end; row++) {
-            long rowStart = row * geo.rowBytes;
-            long from = Math.max(offset, rowStart) - rowStart;
-            long to = Math.min(end, rowStart + geo.rowBytes) - rowStart;
-            int lo;
-            int hi;
-            if (from / geo.chunk == (to - 1) / geo.chunk) {
-                lo = (int) (from % geo.chunk);
-                hi = (int) ((to - 1) % geo.chunk) + 1;
-            } else {
-                lo = 0;
-                hi = geo.chunk;
-            }
-            int len = hi - lo;
-            ByteBuffer acc = ctx.accumulator();
-            ByteBuffer scratch = ctx.scratch();
-            long memberOffset = geo.memberOffset(row) + lo;
-            for (int m = 0; m < geo.members; m++) {
-                ByteBuffer target = m == 0 ? acc.clear().limit(len) : scratch.clear().limit(len);
-                BlockDevice device = members.roles[m].device;
-                try {
-                    device.read(memberOffset, target);
-                } catch (IOException e) {
-                    members.memberFailed(m, device, e);
-                    return;
-                }
-                if (m > 0) {
-                    ctx.srcs[0] = scratch;
-                    ctx.idx[0] = 0;
-                    xor.xorInto(acc, 0, ctx.srcs, ctx.idx, 1, len);
-                }
-            }
-            for (int i = 0; i < len; i += 8) {
-                if (acc.getLong(i) != 0) {
-                    parityMismatches.increment();
-                    LOG.warn("{}: parity mismatch in stripe row {} (array bytes {}..{}, member offset {}, {} bytes checked)",
-                            name, row, rowStart, rowStart + geo.rowBytes, memberOffset, len);
-                    break;
-                }
-            }
-        }
     }
 
     @Override
