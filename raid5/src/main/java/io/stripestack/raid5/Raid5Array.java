@@ -353,7 +353,8 @@ public final class Raid5Array implements BlockDevice {
     /** Sets the stripe cache capacity in rows (1..32768); shrinking frees unpinned rows at once. */
     public void setStripeCacheSize(int rows) {
         cache.setCapacity(rows);
-        LOG.info("{}: stripe cache size set to {} rows ({} KiB each)", name, rows, (long) geo.chunk * geo.members / 1024);
+        LOG.info("{}: stripe cache size set to {} rows ({} KiB each)", name, rows,
+                (long) geo.chunk * geo.members / 1024);
     }
 
     public boolean checkParityOnReads() {
@@ -508,6 +509,7 @@ public final class Raid5Array implements BlockDevice {
 
     @Override
     public String toString() {
-        return "Raid5Array[" + name + ", " + geo.members + " members, " + geo.chunk / 1024 + "K chunk, " + geo.layout.mdName() + "]";
+        return "Raid5Array[" + name + ", " + geo.members + " members, " + geo.chunk / 1024 + "K chunk, "
+                + geo.layout.mdName() + "]";
     }
 }

@@ -82,7 +82,8 @@ final class ReadPath {
                 long row = chunkNo / geo.dataDisks;
                 int member = geo.dataMember(row, (int) (chunkNo - row * geo.dataDisks));
                 if (member != MemberSet.missingIn(row, failedNow, recovered)) {
-                    batch.add(member, members.roles[member].device, geo.memberOffset(row) + inChunk, dst.slice(di, len), false);
+                    batch.add(member, members.roles[member].device, geo.memberOffset(row) + inChunk,
+                            dst.slice(di, len), false);
                 } else {
                     degraded = true;
                 }
@@ -144,7 +145,8 @@ final class ReadPath {
             device.write(memberOffset, piece.duplicate().clear());
             readErrorsCorrected.increment();
             LOG.warn("{}: read error on member {} ({}) at byte {} corrected: {} bytes rebuilt from parity and "
-                    + "rewritten ({})", name, member, members.roles[member].displayName, memberOffset, len, error.getMessage());
+                    + "rewritten ({})", name, member, members.roles[member].displayName, memberOffset, len,
+                    error.getMessage());
         } catch (IOException e) {
             members.memberFailed(member, device, e);
         }

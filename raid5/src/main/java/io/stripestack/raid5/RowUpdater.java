@@ -51,7 +51,7 @@ final class RowUpdater {
     }
 
     /**
-     * Processes one batch of {@code row}'s writes (or one discard or sync step) as the row's slot owner:
+     * Processes one batch of writes to one row (or one discard or sync step) as the row's slot owner:
      * records the write intent in the bitmap, then updates the row. {@code rowLock} is the row's I/O lock,
      * held exclusively only while members are written.
      */
@@ -72,17 +72,19 @@ final class RowUpdater {
         }
     }
 
-    private void processRowOp(StampedLock rowLock, RowWrite[] batch, int count, CallerContext ctx, RowWrite first) throws IOException {
+    private void processRowOp(StampedLock rowLock, RowWrite[] batch, int count, CallerContext ctx, RowWrite first)
+            throws IOException {
         switch (first.op) {
             case WRITE -> {
-                if (RowWrite.coverRow(batch, count, geo.rowBytes) && MemberSet.missingIn(first.row, members.failedRole, members.recoveredRows) < 0) {
+                if (RowWrite.coverRow(batch, count, geo.rowBytes)
+                        && MemberSet.missingIn(first.row, members.failedRole, members.recoveredRows) < 0) {
                     writeFullRow(rowLock, batch, count, ctx);
                 } else {
                     updateRow(rowLock, batch, count, ctx);
                 }
             }
             case ZERO -> updateRow(rowLock, ctx.zeroPieces(first), geo.dataDisks, ctx);
-            default -> first.pass.processRow(rowLock, first, ctx);
+            default -> first.pass.processRow(rowLock, first.row, ctx);
         }
     }
 
@@ -134,7 +136,8 @@ final class RowUpdater {
                 int inChunk = pos & (geo.chunk - 1);
                 int len = Math.min(end - pos, geo.chunk - inChunk);
                 int m = geo.dataMember(row, index);
-                writes.add(m, members.roles[m].device, memberOffset + inChunk, views[k].slice(pos - w.inRow, len), true);
+                writes.add(m, members.roles[m].device, memberOffset + inChunk, views[k].slice(pos - w.inRow, len),
+                        true);
                 pos += len;
             }
             views[k] = null;
@@ -385,8 +388,8 @@ final class RowUpdater {
         }
     }
 
-    private boolean recordPreReads(MemberIoExecutor.Batch reads, StripeCache.Entry e, CallerContext ctx, long memberOffset,
-                                   int pieces) {
+    private boolean recordPreReads(MemberIoExecutor.Batch reads, StripeCache.Entry e, CallerContext ctx,
+                                   long memberOffset, int pieces) {
         int[] pieceChunk = ctx.pieceChunk;
         boolean ok = true;
         for (int p = 0; p < pieces; p++) {

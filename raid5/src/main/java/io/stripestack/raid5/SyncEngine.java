@@ -69,7 +69,8 @@ final class SyncEngine {
     /** Set to make the running pass stop after its current row. */
     private volatile boolean stopSync;
     private volatile RowOp runningSync;
-    private volatile long syncRow;
+    /** Rows the running pass has completed, for its progress. */
+    private volatile long progressRows;
     private volatile long syncSpeedKiBps;
     private volatile long mismatchSectors;
     private volatile int syncSpeedMin = Raid5Array.DEFAULT_SYNC_SPEED_MIN;
@@ -245,7 +246,7 @@ final class SyncEngine {
         if (running == null) {
             return new SyncProgress(action(), 0, total, 0, -1);
         }
-        long done = geo.sectors(syncRow);
+        long done = geo.sectors(progressRows);
         long speed = syncSpeedKiBps;
         long eta = speed > 0 ? (total - done) / 2 / speed : -1;
         return new SyncProgress(running.label, done, total, speed, eta);
@@ -368,7 +369,7 @@ final class SyncEngine {
                 }
                 stopSync = false;
                 syncStopReason = null;
-                syncRow = from;
+                progressRows = from;
                 syncSpeedKiBps = 0;
                 runningSync = op;
                 LOG.info("{}: {} started at member sector {} of {}", name, op.label, geo.sectors(from),
@@ -468,9 +469,95 @@ final class SyncEngine {
                     || (op == RowOp.RECOVER && !members.rebuildingOnto(recoverDevice));
         }
 
-        /** This pass's step on {@code w.row}, run by the row's slot owner (see {@link RowUpdater#process}). */
-        void processRow(StampedLock rowLock, RowWrite w, CallerContext ctx) throws IOException {
-            syncRow(rowLock, w, ctx);
+        /**
+         * This pass's step on {@code row}, run by the row's slot owner (see {@link RowUpdater#process}).
+         * Every chunk but the one being rebuilt is read from the members (check, repair and resync re-read
+         * even cached blocks: they test what the members hold). recover: the rebuilding member's chunk is
+         * the XOR of the others and is written to it, then the checkpoint moves past the row.
+         * check/repair/resync: parity is recomputed and compared page by page; repair and resync write it
+         * back when it differs.
+         */
+        void processRow(StampedLock rowLock, long row, CallerContext ctx) throws IOException {
+            int target = -1;
+            if (op == RowOp.RECOVER) {
+                target = members.failedRole;
+                if (!members.rebuildingOnto(recoverDevice) || members.recoveredRows > row) {
+                    return;                          // the rebuild was aborted meanwhile; the pass sees it
+                }
+            } else if (members.failedRole >= 0) {
+                throw new IOException(name + ": cannot " + op.label + " while degraded (member " + members.failedRole
+                        + " is not active)");
+            }
+            int parityMember = geo.parityMember(row);
+            int targetIndex = target < 0 ? -1 : target == parityMember ? geo.dataDisks : geo.dataIndexOf(row, target);
+            StripeCache.Entry e = updater.acquireEntry(row);
+            boolean keep = false;
+            try {
+                for (int i = 0; i <= geo.dataDisks; i++) {
+                    long[] need = ctx.need[i];
+                    if (i == targetIndex) {
+                        Bits.clear(need);
+                        continue;
+                    }
+                    if (op != RowOp.RECOVER) {
+                        Bits.clear(e.valid[i]);
+                    }
+                    Bits.setRange(need, 0, geo.blocksPerChunk);
+                    RowUpdater.andNotInto(need, e.valid[i]);
+                }
+                if (!updater.preRead(row, e, ctx, parityMember)) {
+                    members.checkUsable(row * geo.rowBytes, false);
+                    throw new IOException(name + ": a member failed during " + op.label + " of row " + row);
+                }
+                long memberOffset = geo.memberOffset(row);
+                MemberIoExecutor.Batch writes = io.batch();
+                if (op == RowOp.RECOVER) {
+                    int count = 0;
+                    for (int i = 0; i <= geo.dataDisks; i++) {
+                        if (i != targetIndex) {
+                            ctx.srcs[count] = e.chunk(i);
+                            ctx.idx[count++] = 0;
+                        }
+                    }
+                    ByteBuffer rebuilt = e.chunk(targetIndex);
+                    xor.xorAssign(rebuilt, 0, ctx.srcs, ctx.idx, count, geo.chunk);
+                    Arrays.fill(ctx.srcs, null);
+                    Bits.setRange(e.valid[targetIndex], 0, geo.blocksPerChunk);
+                    writes.add(target, recoverDevice, memberOffset, rebuilt.slice(0, geo.chunk), true);
+                    updater.runWrites(rowLock, writes, row);
+                    completeRow(this, row, 0);    // does nothing if the rebuild ended meanwhile
+                } else {
+                    ByteBuffer computed = ctx.parity();
+                    for (int i = 0; i < geo.dataDisks; i++) {
+                        ctx.srcs[i] = e.chunk(i);
+                        ctx.idx[i] = 0;
+                    }
+                    xor.xorAssign(computed, 0, ctx.srcs, ctx.idx, geo.dataDisks, geo.chunk);
+                    Arrays.fill(ctx.srcs, null);
+                    ByteBuffer stored = e.chunk(geo.dataDisks);
+                    int mismatchedPages = 0;
+                    for (int page = 0; page < geo.chunk; page += StripeCache.PAGE) {
+                        for (int b = page; b < page + StripeCache.PAGE; b += 8) {
+                            if (computed.getLong(b) != stored.getLong(b)) {
+                                mismatchedPages++;
+                                break;
+                            }
+                        }
+                    }
+                    if (mismatchedPages > 0) {
+                        LOG.debug("{}: {}: row {} has {} mismatching parity pages", name, op.label, row, mismatchedPages);
+                        if (op != RowOp.CHECK) {
+                            stored.put(0, computed, 0, geo.chunk);
+                            updater.addRuns(writes, parityMember, memberOffset, stored, ctx.allBlocks, true);
+                            updater.runWrites(rowLock, writes, row);
+                        }
+                    }
+                    completeRow(this, row, op == RowOp.RESYNC ? 0 : mismatchedPages * (StripeCache.PAGE / 512L));
+                }
+                keep = true;
+            } finally {
+                updater.releaseEntry(e, keep);
+            }
         }
     }
 
@@ -504,98 +591,6 @@ final class SyncEngine {
     }
 
     /**
-     * One step of a sync pass on {@code w.row}, as the row's slot owner. Every chunk but the one being
-     * rebuilt is read from the members (check, repair and resync re-read even cached blocks: they test
-     * what the members hold). recover: the rebuilding member's chunk is the XOR of the others and is
-     * written to it, then the checkpoint moves past the row. check/repair/resync: parity is recomputed
-     * and compared page by page; repair and resync write it back when it differs.
-     */
-    private void syncRow(StampedLock rowLock, RowWrite w, CallerContext ctx) throws IOException {
-        long row = w.row;
-        RowOp op = w.op;
-        int target = -1;
-        if (op == RowOp.RECOVER) {
-            target = members.failedRole;
-            if (!members.rebuildingOnto(w.pass.recoverDevice) || members.recoveredRows > row) {
-                return;                          // the rebuild was aborted meanwhile; the pass sees it
-            }
-        } else if (members.failedRole >= 0) {
-            throw new IOException(name + ": cannot " + op.label + " while degraded (member " + members.failedRole
-                    + " is not active)");
-        }
-        int parityMember = geo.parityMember(row);
-        int targetIndex = target < 0 ? -1 : target == parityMember ? geo.dataDisks : geo.dataIndexOf(row, target);
-        StripeCache.Entry e = updater.acquireEntry(row);
-        boolean keep = false;
-        try {
-            for (int i = 0; i <= geo.dataDisks; i++) {
-                long[] need = ctx.need[i];
-                if (i == targetIndex) {
-                    Bits.clear(need);
-                    continue;
-                }
-                if (op != RowOp.RECOVER) {
-                    Bits.clear(e.valid[i]);
-                }
-                Bits.setRange(need, 0, geo.blocksPerChunk);
-                RowUpdater.andNotInto(need, e.valid[i]);
-            }
-            if (!updater.preRead(row, e, ctx, parityMember)) {
-                members.checkUsable(row * geo.rowBytes, false);
-                throw new IOException(name + ": a member failed during " + op.label + " of row " + row);
-            }
-            long memberOffset = geo.memberOffset(row);
-            MemberIoExecutor.Batch writes = io.batch();
-            if (op == RowOp.RECOVER) {
-                int count = 0;
-                for (int i = 0; i <= geo.dataDisks; i++) {
-                    if (i != targetIndex) {
-                        ctx.srcs[count] = e.chunk(i);
-                        ctx.idx[count++] = 0;
-                    }
-                }
-                ByteBuffer rebuilt = e.chunk(targetIndex);
-                xor.xorAssign(rebuilt, 0, ctx.srcs, ctx.idx, count, geo.chunk);
-                Arrays.fill(ctx.srcs, null);
-                Bits.setRange(e.valid[targetIndex], 0, geo.blocksPerChunk);
-                writes.add(target, w.pass.recoverDevice, memberOffset, rebuilt.slice(0, geo.chunk), true);
-                updater.runWrites(rowLock, writes, row);
-                completeRow(w.pass, row, 0);    // does nothing if the rebuild ended meanwhile
-            } else {
-                ByteBuffer computed = ctx.parity();
-                for (int i = 0; i < geo.dataDisks; i++) {
-                    ctx.srcs[i] = e.chunk(i);
-                    ctx.idx[i] = 0;
-                }
-                xor.xorAssign(computed, 0, ctx.srcs, ctx.idx, geo.dataDisks, geo.chunk);
-                Arrays.fill(ctx.srcs, null);
-                ByteBuffer stored = e.chunk(geo.dataDisks);
-                int mismatchedPages = 0;
-                for (int page = 0; page < geo.chunk; page += StripeCache.PAGE) {
-                    for (int b = page; b < page + StripeCache.PAGE; b += 8) {
-                        if (computed.getLong(b) != stored.getLong(b)) {
-                            mismatchedPages++;
-                            break;
-                        }
-                    }
-                }
-                if (mismatchedPages > 0) {
-                    LOG.debug("{}: {}: row {} has {} mismatching parity pages", name, op.label, row, mismatchedPages);
-                    if (op != RowOp.CHECK) {
-                        stored.put(0, computed, 0, geo.chunk);
-                        updater.addRuns(writes, parityMember, memberOffset, stored, ctx.allBlocks, true);
-                        updater.runWrites(rowLock, writes, row);
-                    }
-                }
-                completeRow(w.pass, row, op == RowOp.RESYNC ? 0 : mismatchedPages * (StripeCache.PAGE / 512L));
-            }
-            keep = true;
-        } finally {
-            updater.releaseEntry(e, keep);
-        }
-    }
-
-    /**
      * Writes the rebuild checkpoint to the superblocks about once a second. The new member is flushed
      * first: the recorded offset must never be ahead of what is durable on it. Between checkpoints the
      * new member is also flushed every 32 MiB ({@link #WRITEBACK_BYTES}) of rebuilt data, so the kernel
@@ -608,7 +603,8 @@ final class SyncEngine {
         boolean checkpoint;
         synchronized (pass) {
             checkpoint = System.nanoTime() - pass.lastCheckpoint >= CHECKPOINT_NANOS;
-            if (pass.flushing || (!checkpoint && rowsNow - pass.flushedRows < Math.max(1, WRITEBACK_BYTES / geo.chunk))) {
+            boolean writebackDue = rowsNow - pass.flushedRows >= Math.max(1, WRITEBACK_BYTES / geo.chunk);
+            if (pass.flushing || (!checkpoint && !writebackDue)) {
                 return;
             }
             pass.flushing = true;
@@ -676,7 +672,7 @@ final class SyncEngine {
                 mismatchSectors += mismatched;
             }
             pass.watermark = row + 1;
-            syncRow = row + 1;
+            progressRows = row + 1;
             pass.notifyAll();
             return true;
         }
@@ -688,7 +684,7 @@ final class SyncEngine {
             requestedScrub = null;
         }
         if (stopped != null) {
-            LOG.info("{}: {} stopped at member sector {}: {}", name, op.label, geo.sectors(syncRow), stopped);
+            LOG.info("{}: {} stopped at member sector {}: {}", name, op.label, geo.sectors(progressRows), stopped);
             if (stopped.startsWith(ERROR_PREFIX) && nextSyncLocked() == op) {
                 // Nothing changed that would make a retry succeed: wait for the operator instead of spinning.
                 frozen = true;
