@@ -23,9 +23,9 @@ import org.slf4j.LoggerFactory;
  *   <li>{@link ReadPath}: healthy reads straight into the caller's buffer, degraded reconstruction,
  *       read-error correction, check_parity_on_reads.</li>
  *   <li>{@link WriteScheduler}: writes, discards and sync steps as row writes on
- *       {@value WriteScheduler#SLOTS} write slots; batching of concurrent writes to a row, the write window, holds;
- *       the row locks reads take. {@link RowUpdater}: one row update (full-stripe, read-modify-write or
- *       reconstruct-write, through the {@link StripeCache}).</li>
+ *       {@value WriteScheduler#SLOTS} write slots; batching of concurrent writes to a row, the write
+ *       window, holds; the row locks reads take. {@link RowUpdater}: one row update (full-stripe,
+ *       read-modify-write or reconstruct-write, through the {@link StripeCache}).</li>
  *   <li>{@link SyncEngine}: md's sync actions (resync, recover, check, repair) on their own threads,
  *       with progress and speed limits.</li>
  *   <li>{@link MemberSet}: member health, spares, failures (a member that fails an I/O, or
