@@ -14,8 +14,8 @@ import java.util.Arrays;
  * bytes, with {@code sb_csum} taken as zero, summed into 64 bits; the result is the low 32 bits plus the
  * high 32 bits, truncated to 32 bits.
  *
- * <p>Not thread-safe: a plain value holder. {@link Raid5Array} keeps one per member and changes it only
- * under its state lock.
+ * <p>Not thread-safe: a plain value holder. An open array keeps one as the template of its members'
+ * superblocks ({@code Superblocks}) and changes it only under its state lock; each write encodes a copy.
  */
 public final class Md1Superblock {
     /** Byte offset of the superblock in a member (metadata 1.2: 8 sectors). */

@@ -63,7 +63,7 @@ public final class Raid5Assembler {
         }
         checkSupported(ref, devices.get(indexOf(sbs, ref)).name());
         BlockDevice[] byRole = new BlockDevice[ref.raidDisks];
-        List<Raid5Array.Member> spares = new ArrayList<>();
+        List<MemberSet.Member> spares = new ArrayList<>();
         Md1Superblock[] sbByRole = new Md1Superblock[ref.raidDisks];
         boolean[] used = new boolean[count];
         String setName = "'" + ref.setName + "' (" + Md1Superblock.formatUuid(ref.setUuid) + ")";
@@ -87,7 +87,7 @@ public final class Raid5Assembler {
             }
             long needed = ref.dataOffsetSectors * 512 + ref.sizeSectors * 512;
             if (role == Md1Superblock.ROLE_SPARE && d.size() >= needed && sb.dataOffsetSectors == ref.dataOffsetSectors) {
-                spares.add(new Raid5Array.Member(-1, d, d.name(), sb.devNumber, sb.deviceUuid, sb.dataSizeSectors,
+                spares.add(new MemberSet.Member(-1, d, d.name(), sb.devNumber, sb.deviceUuid, sb.dataSizeSectors,
                         Raid5Status.MemberState.ACTIVE));
                 used[i] = true;
                 continue;
@@ -119,7 +119,7 @@ public final class Raid5Assembler {
             sbByRole[role] = sb;
             used[i] = true;
         }
-        Raid5Array.Member[] roles = new Raid5Array.Member[ref.raidDisks];
+        MemberSet.Member[] roles = new MemberSet.Member[ref.raidDisks];
         int absent = 0;
         long resumeRows = 0;
         for (int r = 0; r < ref.raidDisks; r++) {
@@ -129,16 +129,16 @@ public final class Raid5Assembler {
                 resumeRows = sb.recoveryOffset / ref.chunkSectors;
                 problems.add(byRole[r].name() + ": was being rebuilt as member " + r + "; the rebuild resumes at "
                         + "member sector " + resumeRows * ref.chunkSectors);
-                roles[r] = new Raid5Array.Member(r, byRole[r], byRole[r].name(), sb.devNumber, sb.deviceUuid,
+                roles[r] = new MemberSet.Member(r, byRole[r], byRole[r].name(), sb.devNumber, sb.deviceUuid,
                         sb.dataSizeSectors, Raid5Status.MemberState.REBUILDING);
             } else if (byRole[r] == null) {
                 absent++;
                 problems.add("role " + r + " of " + setName + " has no usable member (see above); the array is "
                         + "degraded without it -- replace the member");
-                roles[r] = new Raid5Array.Member(r, null, null, -1, new byte[16], 0, Raid5Status.MemberState.MISSING);
+                roles[r] = new MemberSet.Member(r, null, null, -1, new byte[16], 0, Raid5Status.MemberState.MISSING);
             } else {
                 Md1Superblock sb = sbByRole[r];
-                roles[r] = new Raid5Array.Member(r, byRole[r], byRole[r].name(), sb.devNumber, sb.deviceUuid,
+                roles[r] = new MemberSet.Member(r, byRole[r], byRole[r].name(), sb.devNumber, sb.deviceUuid,
                         sb.dataSizeSectors, Raid5Status.MemberState.ACTIVE);
             }
         }
@@ -173,9 +173,9 @@ public final class Raid5Assembler {
      * The write-intent bitmap of the first active member that holds a usable one (all members carry the
      * same image); null, with a problem noted, when none does: an unclean stop then resyncs everything.
      */
-    private static WriteIntentBitmap loadBitmap(Raid5Array.Member[] roles, Md1Superblock sb, List<String> problems) {
+    private static WriteIntentBitmap loadBitmap(MemberSet.Member[] roles, Md1Superblock sb, List<String> problems) {
         String why = "no member holds it";
-        for (Raid5Array.Member m : roles) {
+        for (MemberSet.Member m : roles) {
             if (m.device == null || m.state != Raid5Status.MemberState.ACTIVE) {
                 continue;
             }

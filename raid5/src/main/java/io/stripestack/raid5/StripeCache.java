@@ -19,7 +19,7 @@ import java.util.Arrays;
  *
  * <p>Concurrency: the index (hash buckets) and the LRU list are guarded by this object's monitor.
  * An entry is <em>pinned</em> by the one writer that processes its row (the row's write slot owner, see
- * {@link Raid5Array}); only that thread reads or changes the entry's buffers and bits while it is
+ * {@link WriteScheduler}); only that thread reads or changes the entry's buffers and bits while it is
  * pinned, and unpinned entries are never touched except to be evicted. A writer that needs an entry
  * when all are pinned waits on the monitor until one is released.
  */

@@ -40,9 +40,9 @@ class Raid5WriteHoldTest {
     private static final int N = 4;
     private static final int ROW = (N - 1) * CHUNK;
     /** Room for a write longer than the rows one caller queues at once, and a few rows more. */
-    private static final int ROWS = Raid5Array.WRITE_WINDOW_ROWS + 8;
+    private static final int ROWS = WriteScheduler.WRITE_WINDOW_ROWS + 8;
     /** A row that a write starting at row 1 reaches only after its first window of rows is done. */
-    private static final int LATE_ROW = Raid5Array.WRITE_WINDOW_ROWS + 2;
+    private static final int LATE_ROW = WriteScheduler.WRITE_WINDOW_ROWS + 2;
 
     /** A member whose first data write after {@link #arm()} blocks until {@link #release()}. */
     static final class GatedDevice implements BlockDevice {
