@@ -172,8 +172,7 @@ public final class LogicalUnit {
         if (opcode != Opcodes.INQUIRY && opcode != Opcodes.REQUEST_SENSE && opcode != Opcodes.REPORT_LUNS) {
             int attention = unitAttentions.take(cmd.nexus());
             if (attention >= 0) {
-                throw SenseException.of(SenseException.UNIT_ATTENTION, attention >>> 8, attention & 0xff,
-                        "unit attention");
+                throw SenseException.unitAttention(attention);
             }
         }
         if (reservations.conflicts(cmd.nexus(), opcode, cdb)) {
@@ -237,10 +236,8 @@ public final class LogicalUnit {
         }
         int allocation = Cdb.u8(cdb, 4);
         int attention = unitAttentions.take(cmd.nexus());
-        byte[] sense = attention >= 0
-                ? SenseException.fixedFormat(SenseException.UNIT_ATTENTION, attention >>> 8, attention & 0xff, 0, false, 0)
-                : SenseException.fixedFormat(SenseException.NO_SENSE, 0, 0, 0, false, 0);
-        respond(cmd, sense, allocation);
+        SenseException pending = attention >= 0 ? SenseException.unitAttention(attention) : SenseException.noSense();
+        respond(cmd, pending.toFixedFormat(), allocation);
     }
 
     private void inquiry(ScsiCommand cmd, byte[] cdb) {
@@ -487,9 +484,8 @@ public final class LogicalUnit {
         ByteBuf data = cmd.dataOut();
         int available = data == null ? 0 : data.readableBytes();
         if (available < allowed || allowed % blockSize != 0) {
-            throw SenseException.of(SenseException.ILLEGAL_REQUEST, 0x0E, 0x03,
-                    "Data-Out holds " + available + " bytes (EDTL " + cmd.expectedTransferLength() + ") of "
-                            + bytes);
+            throw SenseException.invalidFieldInInformationUnit("Data-Out holds " + available + " bytes (EDTL "
+                    + cmd.expectedTransferLength() + ") of " + bytes);
         }
         return allowed;
     }
@@ -849,7 +845,7 @@ public final class LogicalUnit {
     private static ByteBuf requireDataOut(ScsiCommand cmd, int bytes) {
         ByteBuf data = cmd.dataOut();
         if (data == null || data.readableBytes() < bytes) {
-            throw SenseException.of(SenseException.ILLEGAL_REQUEST, 0x0E, 0x03,
+            throw SenseException.invalidFieldInInformationUnit(
                     "Data-Out holds " + (data == null ? 0 : data.readableBytes()) + " of " + bytes + " bytes");
         }
         return data;
@@ -862,7 +858,7 @@ public final class LogicalUnit {
     private static ByteBuf requireExactDataOut(ScsiCommand cmd, int bytes) {
         ByteBuf data = requireDataOut(cmd, bytes);
         if (data.readableBytes() != bytes) {
-            throw SenseException.of(SenseException.ILLEGAL_REQUEST, 0x0E, 0x03,
+            throw SenseException.invalidFieldInInformationUnit(
                     "Data-Out holds " + data.readableBytes() + " bytes, the CDB says " + bytes);
         }
         return data;
@@ -913,7 +909,7 @@ public final class LogicalUnit {
             device.flush();
         } catch (IOException e) {
             log.error("{}: flush failed: {}", device.name(), e.toString(), e);
-            throw SenseException.of(SenseException.MEDIUM_ERROR, 0x0C, 0x00, "flush failed");
+            throw SenseException.flushFailed();
         }
     }
 

@@ -43,7 +43,7 @@ final class ModePages {
      */
     byte[] sense(int pageCode, int subpage, int pc, int cdbPageByte) {
         if (pc == PC_SAVED) {
-            throw SenseException.of(SenseException.ILLEGAL_REQUEST, 0x39, 0x00, "saved mode pages not supported");
+            throw SenseException.savingParametersNotSupported();
         }
         if (pageCode == ALL_PAGES) {
             if (subpage != 0 && subpage != 0xFF) {

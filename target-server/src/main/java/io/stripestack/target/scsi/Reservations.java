@@ -258,7 +258,7 @@ final class Reservations {
             throw SenseException.parameterListLengthError();
         }
         if (cmd.dataOut() == null || cmd.dataOut().readableBytes() < PROUT_PARAMETER_LENGTH) {
-            throw SenseException.of(SenseException.ILLEGAL_REQUEST, 0x0E, 0x03, "PROUT parameter list missing");
+            throw SenseException.invalidFieldInInformationUnit("PROUT parameter list missing");
         }
         byte[] p = new byte[PROUT_PARAMETER_LENGTH];
         cmd.dataOut().getBytes(cmd.dataOut().readerIndex(), p);
@@ -357,7 +357,7 @@ final class Reservations {
             return true;
         }
         if (type != persistentType) {
-            throw SenseException.of(SenseException.ILLEGAL_REQUEST, 0x26, 0x04, "invalid release of persistent reservation");
+            throw SenseException.invalidReleaseOfPersistentReservation();
         }
         if (persistentType != WRITE_EXCLUSIVE && persistentType != EXCLUSIVE_ACCESS) {
             raiseForRegistrants(nexus, UnitAttentions.RESERVATIONS_RELEASED, attentions);
