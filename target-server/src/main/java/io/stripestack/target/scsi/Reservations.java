@@ -149,7 +149,7 @@ final class Reservations {
             case SA_READ_FULL_STATUS -> readFullStatus();
             default -> throw SenseException.invalidFieldInCdb(1, 4);
         };
-        LogicalUnit.respond(cmd, data, allocation);
+        CommandData.respond(cmd, data, allocation);
     }
 
     private byte[] readKeys() {
@@ -257,11 +257,7 @@ final class Reservations {
         if (length != PROUT_PARAMETER_LENGTH) {
             throw SenseException.parameterListLengthError();
         }
-        if (cmd.dataOut() == null || cmd.dataOut().readableBytes() < PROUT_PARAMETER_LENGTH) {
-            throw SenseException.invalidFieldInInformationUnit("PROUT parameter list missing");
-        }
-        byte[] p = new byte[PROUT_PARAMETER_LENGTH];
-        cmd.dataOut().getBytes(cmd.dataOut().readerIndex(), p);
+        byte[] p = CommandData.parameterList(cmd, PROUT_PARAMETER_LENGTH);
         if ((p[20] & 0x08) != 0) {
             throw SenseException.invalidFieldInParameterList(20, 3); // SPEC_I_PT
         }

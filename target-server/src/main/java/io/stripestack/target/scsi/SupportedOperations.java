@@ -102,7 +102,7 @@ final class SupportedOperations {
             case 1, 2, 3 -> one(lu, timeouts, options, opcode, serviceAction);
             default -> throw SenseException.invalidFieldInCdb(2, 2);
         };
-        LogicalUnit.respond(cmd, data, allocation);
+        CommandData.respond(cmd, data, allocation);
     }
 
     private static byte[] all(LogicalUnit lu, boolean timeouts) {
