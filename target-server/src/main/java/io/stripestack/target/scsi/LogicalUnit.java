@@ -5,9 +5,9 @@ import io.stripestack.blockdev.Geometry;
 
 /**
  * One SCSI logical unit (SBC-3 direct-access block device) over a {@link BlockDevice}: the entry point that
- * reports unit attentions, checks reservations and hands each command to its family, {@link SpcCommands}
- * (the unit's own commands), {@link SbcCommands} (the medium's) or {@link Reservations}, which answer with
- * status and fixed-format sense data.
+ * reports unit attentions, checks reservations and dispatches each command through {@link CommandTable} to
+ * its family, {@link SpcCommands} (the unit's own commands), {@link SbcCommands} (the medium's) or
+ * {@link Reservations}, which answer with status and fixed-format sense data.
  *
  * <p>Concurrency: {@link #execute} runs on many worker threads at once; the device is thread-safe.
  * <ul>
@@ -19,7 +19,6 @@ import io.stripestack.blockdev.Geometry;
  * </ul>
  */
 public final class LogicalUnit {
-
     /** MAXIMUM TRANSFER LENGTH when the device states no limit (before rounding to full stripes). */
     static final int DEFAULT_MAX_TRANSFER_BYTES = 1 << 20;
     static final int MAX_COMPARE_AND_WRITE_BLOCKS = 64;
@@ -144,78 +143,42 @@ public final class LogicalUnit {
         return reservations;
     }
 
+    SpcCommands spc() {
+        return spc;
+    }
+
+    SbcCommands sbc() {
+        return sbc;
+    }
+
     // ------------------------------------------------------------------------------------------------
     // Dispatch
 
-    /** Runs {@code cmd} against this logical unit; SCSI errors leave as {@link SenseException}. */
+    /**
+     * Runs {@code cmd} against this logical unit through {@link CommandTable}: a pending unit attention ends
+     * it first, then a reservation conflict; a command the table lacks is refused after both. SCSI errors
+     * leave as {@link SenseException}.
+     */
     void execute(ScsiCommand cmd) {
         byte[] cdb = cmd.cdb();
         int opcode = cmd.opcode();
-        if (opcode != Opcodes.INQUIRY && opcode != Opcodes.REQUEST_SENSE && opcode != Opcodes.REPORT_LUNS) {
+        CommandTable.Command[] group = CommandTable.withOpcode(opcode);
+        CommandTable.Command command = CommandTable.find(group, cdb);
+        // A service action the unit lacks is judged by the rules of its opcode's others (the table keeps them equal).
+        CommandTable.Command rules = command != null ? command : group.length > 0 ? group[0] : null;
+        if (rules == null || !rules.is(CommandTable.IGNORES_UNIT_ATTENTION)) {
             int attention = unitAttentions.take(cmd.nexus());
             if (attention >= 0) {
                 throw SenseException.unitAttention(attention);
             }
         }
-        if (reservations.conflicts(cmd.nexus(), opcode, cdb)) {
+        if (reservations.conflicts(cmd.nexus(), rules, cdb)) {
             cmd.completeWithStatus(ScsiCommand.RESERVATION_CONFLICT);
             return;
         }
-        switch (opcode) {
-            case Opcodes.TEST_UNIT_READY -> spc.testUnitReady(cmd);
-            case Opcodes.REQUEST_SENSE -> spc.requestSense(cmd, cdb);
-            case Opcodes.INQUIRY -> spc.inquiry(cmd, cdb);
-            case Opcodes.MODE_SENSE_6 -> spc.modeSense(cmd, cdb, false);
-            case Opcodes.MODE_SENSE_10 -> spc.modeSense(cmd, cdb, true);
-            case Opcodes.MODE_SELECT_6 -> spc.modeSelect(cmd, cdb, false);
-            case Opcodes.MODE_SELECT_10 -> spc.modeSelect(cmd, cdb, true);
-            case Opcodes.READ_CAPACITY_10 -> sbc.readCapacity10(cmd, cdb);
-            case Opcodes.SERVICE_ACTION_IN_16 -> {
-                switch (cdb[1] & 0x1f) {
-                    case Opcodes.SA_READ_CAPACITY_16 -> sbc.readCapacity16(cmd, cdb);
-                    case Opcodes.SA_GET_LBA_STATUS -> sbc.getLbaStatus(cmd, cdb);
-                    default -> throw SenseException.invalidFieldInCdb(1, 4);
-                }
-            }
-            case Opcodes.READ_6 -> sbc.read(cmd, Cdb.u24(cdb, 1) & 0x1FFFFF, cdb[4] == 0 ? 256 : Cdb.u8(cdb, 4), 4);
-            case Opcodes.READ_10 -> sbc.readWithFlags(cmd, cdb, Cdb.u32(cdb, 2), Cdb.u16(cdb, 7), 7);
-            case Opcodes.READ_12 -> sbc.readWithFlags(cmd, cdb, Cdb.u32(cdb, 2), Cdb.u32(cdb, 6), 6);
-            case Opcodes.READ_16 -> sbc.readWithFlags(cmd, cdb, Cdb.u64(cdb, 2), Cdb.u32(cdb, 10), 10);
-            case Opcodes.WRITE_6 -> sbc.write(cmd, Cdb.u24(cdb, 1) & 0x1FFFFF, cdb[4] == 0 ? 256 : Cdb.u8(cdb, 4), 4, false);
-            case Opcodes.WRITE_10 -> sbc.writeWithFlags(cmd, cdb, Cdb.u32(cdb, 2), Cdb.u16(cdb, 7), 7);
-            case Opcodes.WRITE_12 -> sbc.writeWithFlags(cmd, cdb, Cdb.u32(cdb, 2), Cdb.u32(cdb, 6), 6);
-            case Opcodes.WRITE_16 -> sbc.writeWithFlags(cmd, cdb, Cdb.u64(cdb, 2), Cdb.u32(cdb, 10), 10);
-            case Opcodes.WRITE_AND_VERIFY_10 -> sbc.writeAndVerify(cmd, cdb, Cdb.u32(cdb, 2), Cdb.u16(cdb, 7), 7);
-            case Opcodes.WRITE_AND_VERIFY_12 -> sbc.writeAndVerify(cmd, cdb, Cdb.u32(cdb, 2), Cdb.u32(cdb, 6), 6);
-            case Opcodes.WRITE_AND_VERIFY_16 -> sbc.writeAndVerify(cmd, cdb, Cdb.u64(cdb, 2), Cdb.u32(cdb, 10), 10);
-            case Opcodes.VERIFY_10 -> sbc.verify(cmd, cdb, Cdb.u32(cdb, 2), Cdb.u16(cdb, 7), 7);
-            case Opcodes.VERIFY_12 -> sbc.verify(cmd, cdb, Cdb.u32(cdb, 2), Cdb.u32(cdb, 6), 6);
-            case Opcodes.VERIFY_16 -> sbc.verify(cmd, cdb, Cdb.u64(cdb, 2), Cdb.u32(cdb, 10), 10);
-            case Opcodes.SYNCHRONIZE_CACHE_10 -> sbc.synchronizeCache(cmd, Cdb.u32(cdb, 2), Cdb.u16(cdb, 7));
-            case Opcodes.SYNCHRONIZE_CACHE_16 -> sbc.synchronizeCache(cmd, Cdb.u64(cdb, 2), Cdb.u32(cdb, 10));
-            case Opcodes.PRE_FETCH_10 -> sbc.preFetch(cmd, Cdb.u32(cdb, 2), Cdb.u16(cdb, 7));
-            case Opcodes.PRE_FETCH_16 -> sbc.preFetch(cmd, Cdb.u64(cdb, 2), Cdb.u32(cdb, 10));
-            case Opcodes.ORWRITE_16 -> sbc.orWrite(cmd, cdb);
-            case Opcodes.WRITE_SAME_10 -> sbc.writeSame(cmd, cdb, Cdb.u32(cdb, 2), Cdb.u16(cdb, 7), 7, false);
-            case Opcodes.WRITE_SAME_16 -> sbc.writeSame(cmd, cdb, Cdb.u64(cdb, 2), Cdb.u32(cdb, 10), 10, (cdb[1] & 0x01) != 0);
-            case Opcodes.UNMAP -> sbc.unmap(cmd, cdb);
-            case Opcodes.COMPARE_AND_WRITE -> sbc.compareAndWrite(cmd, cdb);
-            case Opcodes.START_STOP_UNIT -> sbc.startStopUnit(cmd, cdb);
-            case Opcodes.PREVENT_ALLOW_MEDIUM_REMOVAL -> sbc.preventAllowMediumRemoval(cmd);
-            case Opcodes.RESERVE_6, Opcodes.RESERVE_10 -> reservations.reserve(cmd, cdb);
-            case Opcodes.RELEASE_6, Opcodes.RELEASE_10 -> reservations.release(cmd, cdb);
-            case Opcodes.PERSISTENT_RESERVE_IN -> reservations.persistentReserveIn(cmd, cdb);
-            case Opcodes.PERSISTENT_RESERVE_OUT -> reservations.persistentReserveOut(cmd, cdb, unitAttentions);
-            case Opcodes.MAINTENANCE_IN -> {
-                if ((cdb[1] & 0x1f) != Opcodes.SA_REPORT_SUPPORTED_OPERATION_CODES) {
-                    throw SenseException.invalidFieldInCdb(1, 4);
-                }
-                spc.reportSupportedOperationCodes(cmd, cdb);
-            }
-            case Opcodes.READ_DEFECT_DATA_10 -> sbc.readDefectData(cmd, Cdb.u8(cdb, 2), Cdb.u16(cdb, 7), false);
-            case Opcodes.READ_DEFECT_DATA_12 -> sbc.readDefectData(cmd, Cdb.u8(cdb, 1),
-                    (int) Math.min(Cdb.u32(cdb, 6), Integer.MAX_VALUE), true);
-            default -> throw SenseException.invalidOpcode(opcode);
+        if (command == null) {
+            throw group.length == 0 ? SenseException.invalidOpcode(opcode) : SenseException.invalidFieldInCdb(1, 4);
         }
+        command.handler().execute(this, cmd, cdb);
     }
 }
