@@ -35,7 +35,10 @@ final class CommandTable {
      * and REQUEST SENSE, which returns the condition as its data).
      */
     static final int IGNORES_UNIT_ATTENTION = 2;
-    /** Offered (advertised and run) only by a unit that offers UNMAP (see {@link LogicalUnit#offersUnmap()}). */
+    /**
+     * Advertised only by a unit that offers UNMAP (see {@link LogicalUnit#offersUnmap()}); on other units the
+     * handler refuses the command itself.
+     */
     static final int NEEDS_UNMAP = 4;
 
     /** How a command fares under a persistent reservation another I_T nexus holds (SPC-4 5.7.1, table 65). */
