@@ -120,9 +120,7 @@ final class SbcCommands {
     // Reads and writes
 
     void readWithFlags(ScsiCommand cmd, byte[] cdb, long lba, long blocks, int lengthByte) {
-        if ((cdb[1] & 0xE0) != 0) {
-            throw SenseException.invalidFieldInCdb(1, 7); // RDPROTECT: no protection information
-        }
+        checkNoProtection(cdb);
         read(cmd, lba, blocks, lengthByte);
     }
 
@@ -137,12 +135,10 @@ final class SbcCommands {
         try {
             // The buffer is ours until complete(): its internal NIO view needs no allocation, and the device
             // keeps no reference to it after read returns.
-            device.read(lba * blockSize, buffer.internalNioBuffer(0, bytes));
+            readBlocks(lba, blocks, buffer);
             buffer.writerIndex(bytes);
             cmd.complete(buffer);
             buffer = null;
-        } catch (IOException e) {
-            throw ioFailure(e, false, lba, blocks);
         } finally {
             if (buffer != null) {
                 buffer.release();
@@ -151,9 +147,7 @@ final class SbcCommands {
     }
 
     void writeWithFlags(ScsiCommand cmd, byte[] cdb, long lba, long blocks, int lengthByte) {
-        if ((cdb[1] & 0xE0) != 0) {
-            throw SenseException.invalidFieldInCdb(1, 7); // WRPROTECT: no protection information
-        }
+        checkNoProtection(cdb);
         write(cmd, lba, blocks, lengthByte, (cdb[1] & 0x08) != 0);
     }
 
@@ -165,17 +159,13 @@ final class SbcCommands {
         if (toWrite > 0) {
             ByteBuf data = cmd.dataOut();
             writeShared(cmd, lba, toWrite / blockSize, data, data.readerIndex(), toWrite);
-            if (fua || !modePages.writeCacheEnabled()) {
-                flush();
-            }
+            flushIfWriteThrough(fua);
         }
         cmd.complete(null);
     }
 
     void writeAndVerify(ScsiCommand cmd, byte[] cdb, long lba, long blocks, int lengthByte) {
-        if ((cdb[1] & 0xE0) != 0) {
-            throw SenseException.invalidFieldInCdb(1, 7);
-        }
+        checkNoProtection(cdb);
         checkWritable();
         int bytes = checkTransfer(lba, blocks, lengthByte);
         cmd.setCommandTransferLength(bytes);
@@ -209,9 +199,7 @@ final class SbcCommands {
     }
 
     void verify(ScsiCommand cmd, byte[] cdb, long lba, long blocks, int lengthByte) {
-        if ((cdb[1] & 0xE0) != 0) {
-            throw SenseException.invalidFieldInCdb(1, 7); // VRPROTECT
-        }
+        checkNoProtection(cdb);
         int byteCheck = (cdb[1] & 0x06) >>> 1;
         if (byteCheck == 2) {
             throw SenseException.invalidFieldInCdb(1, 2);
@@ -261,9 +249,7 @@ final class SbcCommands {
     // WRITE SAME, UNMAP, COMPARE AND WRITE
 
     void writeSame(ScsiCommand cmd, byte[] cdb, long lba, long blocks, int lengthByte, boolean noDataOut) {
-        if ((cdb[1] & 0xE0) != 0) {
-            throw SenseException.invalidFieldInCdb(1, 7); // WRPROTECT
-        }
+        checkNoProtection(cdb);
         if ((cdb[1] & 0x10) != 0) {
             throw SenseException.invalidFieldInCdb(1, 4); // ANCHOR: anchored blocks are not supported
         }
@@ -299,9 +285,7 @@ final class SbcCommands {
         } finally {
             writeOrder.unlockRead(stamp);
         }
-        if (!modePages.writeCacheEnabled()) {
-            flush();
-        }
+        flushIfWriteThrough(false);
         cmd.complete(null);
     }
 
@@ -415,11 +399,7 @@ final class SbcCommands {
         int bytes = blocks * blockSize;
         ByteBuf medium = cmd.allocator().directBuffer(bytes, bytes);
         try {
-            try {
-                device.read(lba * blockSize, medium.internalNioBuffer(0, bytes));
-            } catch (IOException e) {
-                throw ioFailure(e, false, lba, blocks);
-            }
+            readBlocks(lba, blocks, medium);
             byte[] d = new byte[8 + maxDescriptors * LBA_STATUS_DESCRIPTOR_LENGTH];
             int descriptors = 0;
             int runStart = 0;
@@ -449,9 +429,7 @@ final class SbcCommands {
     }
 
     void compareAndWrite(ScsiCommand cmd, byte[] cdb) {
-        if ((cdb[1] & 0xE0) != 0) {
-            throw SenseException.invalidFieldInCdb(1, 7); // WRPROTECT
-        }
+        checkNoProtection(cdb);
         long lba = Cdb.u64(cdb, 2);
         int blocks = Cdb.u8(cdb, 13);
         checkWritable();
@@ -478,9 +456,7 @@ final class SbcCommands {
         } finally {
             writeOrder.unlockWrite(stamp);
         }
-        if ((cdb[1] & 0x08) != 0 || !modePages.writeCacheEnabled()) {
-            flush();
-        }
+        flushIfWriteThrough((cdb[1] & 0x08) != 0);
         cmd.complete(null);
     }
 
@@ -490,9 +466,7 @@ final class SbcCommands {
      * two ORWRITEs of the same block both take effect.
      */
     void orWrite(ScsiCommand cmd, byte[] cdb) {
-        if ((cdb[1] & 0xE0) != 0) {
-            throw SenseException.invalidFieldInCdb(1, 7); // ORPROTECT: no protection information
-        }
+        checkNoProtection(cdb);
         checkWritable();
         long lba = Cdb.u64(cdb, 2);
         long blocks = Cdb.u32(cdb, 10);
@@ -507,26 +481,16 @@ final class SbcCommands {
         try {
             long stamp = writeOrder.writeLock();
             try {
-                try {
-                    device.read(lba * blockSize, merged.internalNioBuffer(0, bytes));
-                } catch (IOException e) {
-                    throw ioFailure(e, false, lba, blocks);
-                }
+                readBlocks(lba, blocks, merged);
                 orInto(merged, data, data.readerIndex(), bytes);
-                try {
-                    device.write(lba * blockSize, merged.internalNioBuffer(0, bytes));
-                } catch (IOException e) {
-                    throw ioFailure(e, true, lba, blocks);
-                }
+                writeDevice(cmd, lba, blocks, merged, 0, bytes);
             } finally {
                 writeOrder.unlockWrite(stamp);
             }
         } finally {
             merged.release();
         }
-        if ((cdb[1] & 0x08) != 0 || !modePages.writeCacheEnabled()) {
-            flush();
-        }
+        flushIfWriteThrough((cdb[1] & 0x08) != 0);
         cmd.complete(null);
     }
 
@@ -546,6 +510,13 @@ final class SbcCommands {
     private void checkRange(long lba, long blocks) {
         if (lba < 0 || blocks < 0 || blocks > blockCount || lba > blockCount - blocks) {
             throw SenseException.lbaOutOfRange();
+        }
+    }
+
+    /** RDPROTECT, WRPROTECT, VRPROTECT or ORPROTECT (CDB byte 1, bits 7-5): the unit keeps no protection information. */
+    private static void checkNoProtection(byte[] cdb) {
+        if ((cdb[1] & 0xE0) != 0) {
+            throw SenseException.invalidFieldInCdb(1, 7);
         }
     }
 
@@ -587,12 +558,28 @@ final class SbcCommands {
         }
     }
 
+    /** Makes the writes just done durable when FUA asks for it or the Caching mode page says write-through (WCE=0). */
+    private void flushIfWriteThrough(boolean fua) {
+        if (fua || !modePages.writeCacheEnabled()) {
+            flush();
+        }
+    }
+
     private void flush() {
         try {
             device.flush();
         } catch (IOException e) {
             log.error("{}: flush failed: {}", device.name(), e.toString(), e);
             throw SenseException.flushFailed();
+        }
+    }
+
+    /** Reads {@code blocks} blocks at {@code lba} into {@code buffer} from its index 0; a failure is MEDIUM ERROR. */
+    private void readBlocks(long lba, long blocks, ByteBuf buffer) {
+        try {
+            device.read(lba * blockSize, buffer.internalNioBuffer(0, (int) blocks * blockSize));
+        } catch (IOException e) {
+            throw ioFailure(e, false, lba, blocks);
         }
     }
 
@@ -604,11 +591,7 @@ final class SbcCommands {
             long done = 0;
             while (done < blocks) {
                 int n = (int) Math.min(chunkBlocks, blocks - done);
-                try {
-                    device.read((lba + done) * blockSize, buffer.internalNioBuffer(0, n * blockSize));
-                } catch (IOException e) {
-                    throw ioFailure(e, false, lba + done, n);
-                }
+                readBlocks(lba + done, n, buffer);
                 done += n;
             }
         } finally {
@@ -621,11 +604,7 @@ final class SbcCommands {
         int bytes = (int) blocks * blockSize;
         ByteBuf medium = cmd.allocator().directBuffer(bytes, bytes);
         try {
-            try {
-                device.read(lba * blockSize, medium.internalNioBuffer(0, bytes));
-            } catch (IOException e) {
-                throw ioFailure(e, false, lba, blocks);
-            }
+            readBlocks(lba, blocks, medium);
             int at = firstDifference(medium, 0, data, index, bytes);
             if (at >= 0) {
                 throw SenseException.miscompare(at);
@@ -639,11 +618,7 @@ final class SbcCommands {
         ByteBuf medium = cmd.allocator().directBuffer(blockSize, blockSize);
         try {
             for (long i = 0; i < blocks; i++) {
-                try {
-                    device.read((lba + i) * blockSize, medium.internalNioBuffer(0, blockSize));
-                } catch (IOException e) {
-                    throw ioFailure(e, false, lba + i, 1);
-                }
+                readBlocks(lba + i, 1, medium);
                 int at = firstDifference(medium, 0, block, index, blockSize);
                 if (at >= 0) {
                     throw SenseException.miscompare(i * blockSize + at);
