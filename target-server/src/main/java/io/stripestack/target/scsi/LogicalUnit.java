@@ -98,6 +98,14 @@ public final class LogicalUnit {
         return readOnly;
     }
 
+    /**
+     * Whether the medium is write-protected now: the unit is read-only, or the control mode page's SWP is set.
+     * Every command that modifies the medium is then refused with DATA PROTECT / WRITE PROTECTED.
+     */
+    boolean writeProtected() {
+        return readOnly || modePages.softwareWriteProtect();
+    }
+
     /** Whether the caching mode page's WCE is set (write-back); false means every write is flushed before GOOD. */
     public boolean writeCacheEnabled() {
         return modePages.writeCacheEnabled();

@@ -23,7 +23,7 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Concurrency: runs on the I/O worker threads that call {@link LogicalUnit#execute}, many at once; the
  * device is thread-safe and the geometry fields are final. Shared with other commands: the unit's
- * {@link ModePages} (WCE, a volatile read per write) and {@link #writeOrder}, a {@link StampedLock} that
+ * {@link ModePages} (WCE and SWP, volatile reads per write) and {@link #writeOrder}, a {@link StampedLock} that
  * makes COMPARE AND WRITE and ORWRITE atomic. Every command that modifies the medium holds its read
  * (shared) lock for the duration of its device writes, so ordinary writes run in parallel; COMPARE AND
  * WRITE and ORWRITE hold the write (exclusive) lock from their read to their write, so no other write can
@@ -38,6 +38,7 @@ final class SbcCommands {
     private static final int LBA_MAPPED = 0;
     private static final int LBA_DEALLOCATED = 1;
 
+    private final LogicalUnit unit;
     private final BlockDevice device;
     private final boolean readOnly;
     private final int blockSize;
@@ -51,6 +52,7 @@ final class SbcCommands {
 
     /** Takes {@code unit}'s device and geometry, which must be set already. */
     SbcCommands(LogicalUnit unit, ModePages modePages) {
+        this.unit = unit;
         this.device = unit.device();
         this.readOnly = unit.readOnly();
         this.blockSize = unit.blockSize();
@@ -314,12 +316,11 @@ final class SbcCommands {
     }
 
     void unmap(ScsiCommand cmd, byte[] cdb) {
-        if (!offersUnmap) {
-            if (readOnly && device.supportsDiscard()) {
-                throw SenseException.writeProtected();
-            }
+        // Only read-only keeps a unit over a discarding device from offering UNMAP: refused as any write.
+        if (!offersUnmap && !(readOnly && device.supportsDiscard())) {
             throw SenseException.invalidOpcode(Opcodes.UNMAP);
         }
+        checkWritable();
         if ((cdb[1] & 0x01) != 0) {
             throw SenseException.invalidFieldInCdb(1, 0); // ANCHOR
         }
@@ -520,8 +521,9 @@ final class SbcCommands {
         }
     }
 
+    /** WRITE PROTECTED while the unit is read-only or SWP is set (see {@link LogicalUnit#writeProtected()}). */
     private void checkWritable() {
-        if (readOnly) {
+        if (unit.writeProtected()) {
             throw SenseException.writeProtected();
         }
     }

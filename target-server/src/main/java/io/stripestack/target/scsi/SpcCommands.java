@@ -91,7 +91,7 @@ final class SpcCommands {
         int header = ten ? 8 : 4;
         int descriptor = disableBlockDescriptors ? 0 : longLba ? 16 : 8;
         byte[] d = new byte[header + descriptor + pages.length];
-        int deviceSpecific = (unit.readOnly() ? 0x80 : 0) | 0x10; // WP, DPOFUA
+        int deviceSpecific = (unit.writeProtected() ? 0x80 : 0) | 0x10; // WP, DPOFUA
         if (ten) {
             Cdb.put16(d, 0, d.length - 2);
             d[3] = (byte) deviceSpecific;
