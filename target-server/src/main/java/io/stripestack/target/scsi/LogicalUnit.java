@@ -12,7 +12,7 @@ import io.stripestack.blockdev.Geometry;
  * <p>Concurrency: {@link #execute} runs on many worker threads at once; the device is thread-safe.
  * <ul>
  *   <li>Identity, geometry and INQUIRY pages are fixed at construction (final fields).</li>
- *   <li>Mode pages: {@link ModePages} (volatile WCE, MODE SELECT serialized on its monitor).</li>
+ *   <li>Mode pages: {@link ModePages} (volatile WCE and SWP, MODE SELECT serialized on its monitor).</li>
  *   <li>Unit attentions: {@link UnitAttentions} (per-nexus queues with their own monitors).</li>
  *   <li>Reservations: {@link Reservations} (all state under its monitor, checked once per command).</li>
  *   <li>COMPARE AND WRITE and ORWRITE atomicity: the write-order lock of {@link SbcCommands}.</li>
@@ -79,7 +79,6 @@ public final class LogicalUnit {
         this.physicalBlockExponent = Integer.numberOfTrailingZeros(physical / blockSize);
         this.lowestAlignedLba = (int) ((g.alignmentOffset() % physical) / blockSize);
         this.offersUnmap = device.supportsDiscard() && !readOnly;
-
 
         // Last: the families read the identity and geometry set above.
         this.spc = new SpcCommands(this, modePages, unitAttentions);

@@ -8,7 +8,7 @@ package io.stripestack.target.scsi;
  *
  * <p>Concurrency: runs on the I/O worker threads that call {@link LogicalUnit#execute}, many at once. The
  * INQUIRY pages are built once here and never change; the state shared with other commands is the unit's
- * {@link ModePages} (volatile WCE; MODE SELECT serialized on its monitor) and {@link UnitAttentions}
+ * {@link ModePages} (volatile WCE and SWP; MODE SELECT serialized on its monitor) and {@link UnitAttentions}
  * (per-nexus queues with their own monitors).
  */
 final class SpcCommands {

@@ -11,8 +11,8 @@
  * {@code Reservations}; REPORT SUPPORTED OPERATION CODES and the reservation rules read the same table.
  *
  * <p>Threads and locks: {@code ScsiTarget.execute} runs on many I/O worker threads at once and blocks on
- * device I/O. Per logical unit: mode pages (volatile WCE; MODE SELECT under the {@code ModePages} monitor),
- * unit attentions (one monitor per nexus queue), reservations (the {@code Reservations} monitor, skipped
+ * device I/O. Per logical unit: mode pages (volatile WCE and SWP; MODE SELECT under the {@code ModePages}
+ * monitor), unit attentions (one monitor per nexus queue), reservations (the {@code Reservations} monitor, skipped
  * lock-free while none exists), and a {@link java.util.concurrent.locks.StampedLock} in {@code SbcCommands}
  * that every writing command holds shared and the read-modify-write commands (COMPARE AND WRITE, ORWRITE)
  * hold exclusively. No lock is held across more than one logical unit, and none but the write-order lock is
