@@ -117,7 +117,7 @@ final class InquiryData {
         Cdb.put32(d, 8, lu.maxTransferBlocks());
         Cdb.put32(d, 12, lu.optimalTransferBlocks());
         if (lu.offersUnmap()) {
-            Cdb.put32(d, 20, lu.maxUnmapBlocks());
+            Cdb.put32(d, 20, LogicalUnit.MAX_UNMAP_BLOCKS);
             Cdb.put32(d, 24, LogicalUnit.MAX_UNMAP_DESCRIPTORS);
             Cdb.put32(d, 28, lu.optimalGranularityBlocks());
         }

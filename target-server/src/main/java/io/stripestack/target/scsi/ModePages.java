@@ -6,12 +6,17 @@ import java.io.ByteArrayOutputStream;
  * The mode pages of one logical unit: Caching (0x08), Control (0x0A) and Informational Exceptions
  * Control (0x1C), for MODE SENSE and MODE SELECT (SPC-4 7.5, SBC-3 6.4).
  *
- * <p>Only WCE (caching page byte 2 bit 2) is changeable. WCE=1 (the default) advertises the stack's
+ * <p>Two fields are changeable. WCE (caching page byte 2 bit 2): WCE=1 (the default) advertises the stack's
  * write-back behaviour: a write is acknowledged once the stack holds it, SYNCHRONIZE CACHE and FUA make it
- * durable. WCE=0 makes the logical unit write-through (every write is flushed before GOOD). Pages are not
- * saved across restarts, so saved values are not offered (PC=11b answers SAVING PARAMETERS NOT SUPPORTED).
+ * durable. WCE=0 makes the logical unit write-through (every write is flushed before GOOD). SWP (control page
+ * byte 4 bit 3, software write protect, SPC-4 7.5.8): while it is set the unit refuses every command that
+ * modifies the medium with DATA PROTECT / WRITE PROTECTED and MODE SENSE reports WP; it is clear by default.
+ * Pages are not saved across restarts, so saved values are not offered (PC=11b answers SAVING PARAMETERS NOT
+ * SUPPORTED).
  *
- * <p>Concurrency: {@link #writeCacheEnabled()} is a volatile read on every write command. MODE SELECT
+ * <p>Concurrency: {@link #writeCacheEnabled()} and {@link #softwareWriteProtect()} are volatile reads on
+ * every write command; a command that read SWP clear just before a MODE SELECT set it may still write, as a
+ * command already in the task set. MODE SELECT
  * ({@link #select}) is serialized by this object's monitor so that validating a parameter list against the
  * current values and applying it is atomic with respect to other MODE SELECTs.
  */
@@ -27,12 +32,19 @@ final class ModePages {
     static final int PC_SAVED = 3;
 
     private static final int WCE = 0x04;
+    private static final int SWP = 0x08;
     private static final int[] PAGE_ORDER = {CACHING, CONTROL, INFORMATIONAL_EXCEPTIONS};
 
     private volatile boolean writeCacheEnabled = true;
+    private volatile boolean softwareWriteProtect;
 
     boolean writeCacheEnabled() {
         return writeCacheEnabled;
+    }
+
+    /** Whether the control page's SWP is set: the medium is write-protected until a MODE SELECT clears it. */
+    boolean softwareWriteProtect() {
+        return softwareWriteProtect;
     }
 
     /**
@@ -43,7 +55,7 @@ final class ModePages {
      */
     byte[] sense(int pageCode, int subpage, int pc, int cdbPageByte) {
         if (pc == PC_SAVED) {
-            throw SenseException.of(SenseException.ILLEGAL_REQUEST, 0x39, 0x00, "saved mode pages not supported");
+            throw SenseException.savingParametersNotSupported();
         }
         if (pageCode == ALL_PAGES) {
             if (subpage != 0 && subpage != 0xFF) {
@@ -85,9 +97,14 @@ final class ModePages {
                 byte[] p = new byte[12];
                 p[0] = CONTROL;
                 p[1] = 0x0A;
-                if (pc != PC_CHANGEABLE) {
+                if (pc == PC_CHANGEABLE) {
+                    p[4] = SWP;
+                } else {
                     p[2] = 0x02;          // GLTSD: no log parameters are saved
                     p[3] = 0x10;          // QUEUE ALGORITHM MODIFIER 1: unrestricted reordering allowed
+                    if (pc == PC_CURRENT && softwareWriteProtect) {
+                        p[4] = SWP;
+                    }
                     Cdb.put16(p, 8, 0xFFFF); // BUSY TIMEOUT PERIOD: unlimited
                 }
                 return p;
@@ -117,6 +134,7 @@ final class ModePages {
      */
     synchronized boolean select(byte[] params, int from, int to) {
         boolean newWce = writeCacheEnabled;
+        boolean newSwp = softwareWriteProtect;
         int pos = from;
         while (pos < to) {
             if (to - pos < 2) {
@@ -142,11 +160,14 @@ final class ModePages {
             }
             if (code == CACHING) {
                 newWce = (params[pos + 2] & WCE) != 0;
+            } else if (code == CONTROL) {
+                newSwp = (params[pos + 4] & SWP) != 0;
             }
             pos += length;
         }
-        boolean changed = newWce != writeCacheEnabled;
+        boolean changed = newWce != writeCacheEnabled || newSwp != softwareWriteProtect;
         writeCacheEnabled = newWce;
+        softwareWriteProtect = newSwp;
         return changed;
     }
 }

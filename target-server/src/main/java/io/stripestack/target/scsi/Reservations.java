@@ -1,5 +1,6 @@
 package io.stripestack.target.scsi;
 
+import io.stripestack.target.scsi.CommandTable.Access;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -24,23 +25,22 @@ final class Reservations {
     static final int WRITE_EXCLUSIVE_ALL_REGISTRANTS = 7;
     static final int EXCLUSIVE_ACCESS_ALL_REGISTRANTS = 8;
 
-    private static final int SA_READ_KEYS = 0;
-    private static final int SA_READ_RESERVATION = 1;
-    private static final int SA_REPORT_CAPABILITIES = 2;
-    private static final int SA_READ_FULL_STATUS = 3;
+    /** PERSISTENT RESERVE IN service actions. */
+    static final int SA_READ_KEYS = 0;
+    static final int SA_READ_RESERVATION = 1;
+    static final int SA_REPORT_CAPABILITIES = 2;
+    static final int SA_READ_FULL_STATUS = 3;
 
-    private static final int SA_REGISTER = 0;
-    private static final int SA_RESERVE = 1;
-    private static final int SA_RELEASE = 2;
-    private static final int SA_CLEAR = 3;
-    private static final int SA_PREEMPT = 4;
-    private static final int SA_PREEMPT_AND_ABORT = 5;
-    private static final int SA_REGISTER_AND_IGNORE = 6;
+    /** PERSISTENT RESERVE OUT service actions. */
+    static final int SA_REGISTER = 0;
+    static final int SA_RESERVE = 1;
+    static final int SA_RELEASE = 2;
+    static final int SA_CLEAR = 3;
+    static final int SA_PREEMPT = 4;
+    static final int SA_PREEMPT_AND_ABORT = 5;
+    static final int SA_REGISTER_AND_IGNORE = 6;
 
     private static final int PROUT_PARAMETER_LENGTH = 24;
-
-    /** Commands that never conflict with any reservation (SPC-4 table 65 "Allowed" for every type). */
-    private enum Access { ALWAYS, READ, WRITE }
 
     /** Set while any reservation of either kind exists; lets {@link #conflicts} return without locking. */
     private volatile boolean anyReservation;
@@ -50,20 +50,24 @@ final class Reservations {
     private int persistentType;
     private int generation;
 
-    /** Whether {@code nexus} must get RESERVATION CONFLICT for this command. */
-    boolean conflicts(String nexus, int opcode, byte[] cdb) {
+    /**
+     * Whether {@code nexus} must get RESERVATION CONFLICT for the command in {@code cdb}, judged by the rules
+     * {@link CommandTable} keeps for it ({@code rules} null: a command the unit does not know, judged as one
+     * that modifies the medium).
+     */
+    boolean conflicts(String nexus, CommandTable.Command rules, byte[] cdb) {
         if (!anyReservation) {
             return false;
         }
         synchronized (this) {
             if (reserveHolder != null) {
-                return !reserveHolder.equals(nexus) && conflictsWithReserve(opcode);
+                return !reserveHolder.equals(nexus) && (rules == null || !rules.is(CommandTable.PASSES_RESERVE));
             }
             if (persistentType == 0) {
                 return false;
             }
-            Access access = access(opcode, cdb);
-            if (access == Access.ALWAYS || isPersistentHolder(nexus)) {
+            Access access = rules == null ? Access.WRITE : rules.access().of(cdb);
+            if (access == Access.ALLOWED || isPersistentHolder(nexus)) {
                 return false;
             }
             boolean registered = registrations.containsKey(nexus);
@@ -76,27 +80,6 @@ final class Reservations {
                 default -> false;
             };
         }
-    }
-
-    /** SPC-2 reservations: only these commands pass for other nexuses (SPC-2 5.5.1, table 11). */
-    private static boolean conflictsWithReserve(int opcode) {
-        return switch (opcode) {
-            case Opcodes.INQUIRY, Opcodes.REPORT_LUNS, Opcodes.REQUEST_SENSE, Opcodes.RELEASE_6, Opcodes.RELEASE_10,
-                    Opcodes.MAINTENANCE_IN -> false;
-            default -> true;
-        };
-    }
-
-    private static Access access(int opcode, byte[] cdb) {
-        return switch (opcode) {
-            case Opcodes.INQUIRY, Opcodes.REPORT_LUNS, Opcodes.REQUEST_SENSE, Opcodes.TEST_UNIT_READY,
-                    Opcodes.READ_CAPACITY_10, Opcodes.SERVICE_ACTION_IN_16, Opcodes.MAINTENANCE_IN,
-                    Opcodes.PERSISTENT_RESERVE_IN, Opcodes.PERSISTENT_RESERVE_OUT -> Access.ALWAYS;
-            case Opcodes.PREVENT_ALLOW_MEDIUM_REMOVAL -> (cdb[4] & 0x03) == 0 ? Access.ALWAYS : Access.WRITE;
-            case Opcodes.READ_6, Opcodes.READ_10, Opcodes.READ_12, Opcodes.READ_16, Opcodes.VERIFY_10,
-                    Opcodes.VERIFY_12, Opcodes.VERIFY_16, Opcodes.MODE_SENSE_6, Opcodes.MODE_SENSE_10 -> Access.READ;
-            default -> Access.WRITE;
-        };
     }
 
     private boolean isPersistentHolder(String nexus) {
@@ -138,21 +121,9 @@ final class Reservations {
     }
 
     // ------------------------------------------------------------------------------------------------
-    // PERSISTENT RESERVE IN
+    // PERSISTENT RESERVE IN: each service action's parameter data (CommandTable sends it)
 
-    synchronized void persistentReserveIn(ScsiCommand cmd, byte[] cdb) {
-        int allocation = Cdb.u16(cdb, 7);
-        byte[] data = switch (cdb[1] & 0x1f) {
-            case SA_READ_KEYS -> readKeys();
-            case SA_READ_RESERVATION -> readReservation();
-            case SA_REPORT_CAPABILITIES -> reportCapabilities();
-            case SA_READ_FULL_STATUS -> readFullStatus();
-            default -> throw SenseException.invalidFieldInCdb(1, 4);
-        };
-        LogicalUnit.respond(cmd, data, allocation);
-    }
-
-    private byte[] readKeys() {
+    synchronized byte[] readKeys() {
         byte[] d = new byte[8 + 8 * registrations.size()];
         Cdb.put32(d, 0, generation);
         Cdb.put32(d, 4, 8L * registrations.size());
@@ -164,7 +135,7 @@ final class Reservations {
         return d;
     }
 
-    private byte[] readReservation() {
+    synchronized byte[] readReservation() {
         if (persistentType == 0) {
             byte[] d = new byte[8];
             Cdb.put32(d, 0, generation);
@@ -187,7 +158,7 @@ final class Reservations {
         return key == null ? 0 : key;
     }
 
-    private static byte[] reportCapabilities() {
+    static byte[] reportCapabilities() {
         byte[] d = new byte[8];
         Cdb.put16(d, 0, 8);
         d[2] = 0x10;              // CRH: RESERVE/RELEASE(6/10) answer as SPC-4 5.7.3 says when a PR exists
@@ -197,7 +168,7 @@ final class Reservations {
         return d;
     }
 
-    private byte[] readFullStatus() {
+    synchronized byte[] readFullStatus() {
         List<byte[]> descriptors = new ArrayList<>();
         for (Map.Entry<String, Long> e : registrations.entrySet()) {
             byte[] transportId = transportId(e.getKey());
@@ -247,21 +218,15 @@ final class Reservations {
     // ------------------------------------------------------------------------------------------------
     // PERSISTENT RESERVE OUT
 
+    /** Every service action from REGISTER to REGISTER AND IGNORE EXISTING KEY (CommandTable refuses the others). */
     synchronized void persistentReserveOut(ScsiCommand cmd, byte[] cdb, UnitAttentions attentions) {
         int serviceAction = cdb[1] & 0x1f;
-        if (serviceAction > SA_REGISTER_AND_IGNORE) {
-            throw SenseException.invalidFieldInCdb(1, 4); // REGISTER AND MOVE and beyond
-        }
         long length = Cdb.u32(cdb, 5);
         cmd.setCommandTransferLength(length);
         if (length != PROUT_PARAMETER_LENGTH) {
             throw SenseException.parameterListLengthError();
         }
-        if (cmd.dataOut() == null || cmd.dataOut().readableBytes() < PROUT_PARAMETER_LENGTH) {
-            throw SenseException.of(SenseException.ILLEGAL_REQUEST, 0x0E, 0x03, "PROUT parameter list missing");
-        }
-        byte[] p = new byte[PROUT_PARAMETER_LENGTH];
-        cmd.dataOut().getBytes(cmd.dataOut().readerIndex(), p);
+        byte[] p = CommandData.parameterList(cmd, PROUT_PARAMETER_LENGTH);
         if ((p[20] & 0x08) != 0) {
             throw SenseException.invalidFieldInParameterList(20, 3); // SPEC_I_PT
         }
@@ -357,7 +322,7 @@ final class Reservations {
             return true;
         }
         if (type != persistentType) {
-            throw SenseException.of(SenseException.ILLEGAL_REQUEST, 0x26, 0x04, "invalid release of persistent reservation");
+            throw SenseException.invalidReleaseOfPersistentReservation();
         }
         if (persistentType != WRITE_EXCLUSIVE && persistentType != EXCLUSIVE_ACCESS) {
             raiseForRegistrants(nexus, UnitAttentions.RESERVATIONS_RELEASED, attentions);

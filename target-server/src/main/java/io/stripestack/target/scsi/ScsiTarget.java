@@ -98,11 +98,11 @@ public final class ScsiTarget implements ScsiCommandRouter {
                 if ((cdb[1] & 0x01) != 0 || cdb[2] != 0) {
                     throw SenseException.logicalUnitNotSupported();
                 }
-                LogicalUnit.respond(cmd, InquiryData.notConnected(), Cdb.u16(cdb, 3));
+                CommandData.respond(cmd, InquiryData.notConnected(), Cdb.u16(cdb, 3));
             }
             case Opcodes.REQUEST_SENSE -> {
                 byte[] sense = SenseException.logicalUnitNotSupported().toFixedFormat();
-                LogicalUnit.respond(cmd, sense, Cdb.u8(cdb, 4));
+                CommandData.respond(cmd, sense, Cdb.u8(cdb, 4));
             }
             default -> throw SenseException.logicalUnitNotSupported();
         }
@@ -131,7 +131,7 @@ public final class ScsiTarget implements ScsiCommandRouter {
                 Cdb.put16(d, 8 + 8 * i, 0x4000 | (int) lun);     // flat space addressing
             }
         }
-        LogicalUnit.respond(cmd, d, (int) Math.min(allocation, Integer.MAX_VALUE));
+        CommandData.respond(cmd, d, (int) Math.min(allocation, Integer.MAX_VALUE));
     }
 
     @Override

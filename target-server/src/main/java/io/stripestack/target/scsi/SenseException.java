@@ -3,6 +3,8 @@ package io.stripestack.target.scsi;
 /**
  * A command ends in CHECK CONDITION: carries the sense key, additional sense code and qualifier, the
  * INFORMATION field and the sense-key-specific bytes, and renders them as fixed-format (0x70) sense data.
+ * This is the one place of the SCSI layer that builds sense bytes: every condition it answers with has a
+ * named factory here (REQUEST SENSE too renders one of them), so no caller writes an ASC/ASCQ pair itself.
  *
  * <p>Thrown only on error paths, never on a healthy I/O; it records no stack trace because it is a
  * protocol answer, not a bug.
@@ -39,8 +41,18 @@ final class SenseException extends RuntimeException {
         this.senseKeySpecific = senseKeySpecific;
     }
 
-    static SenseException of(int senseKey, int asc, int ascq, String message) {
+    private static SenseException of(int senseKey, int asc, int ascq, String message) {
         return new SenseException(senseKey, asc, ascq, 0, false, 0, message);
+    }
+
+    /** NO SENSE (0x00/0x00): what REQUEST SENSE reports when no condition is pending. */
+    static SenseException noSense() {
+        return of(NO_SENSE, 0x00, 0x00, "no sense");
+    }
+
+    /** UNIT ATTENTION with {@code code} (ASC << 8 | ASCQ, as {@link UnitAttentions} queues them). */
+    static SenseException unitAttention(int code) {
+        return of(UNIT_ATTENTION, code >>> 8, code & 0xff, "unit attention");
     }
 
     /** INVALID COMMAND OPERATION CODE (0x20/0x00), field pointer at the opcode byte. */
@@ -64,6 +76,24 @@ final class SenseException extends RuntimeException {
     /** PARAMETER LIST LENGTH ERROR (0x1A/0x00). */
     static SenseException parameterListLengthError() {
         return of(ILLEGAL_REQUEST, 0x1A, 0x00, "parameter list length error");
+    }
+
+    /**
+     * INVALID FIELD IN INFORMATION UNIT (0x0E/0x03): the Data-Out does not hold what the CDB describes
+     * ({@code detail} says how; it is only logged).
+     */
+    static SenseException invalidFieldInInformationUnit(String detail) {
+        return of(ILLEGAL_REQUEST, 0x0E, 0x03, detail);
+    }
+
+    /** SAVING PARAMETERS NOT SUPPORTED (0x39/0x00). */
+    static SenseException savingParametersNotSupported() {
+        return of(ILLEGAL_REQUEST, 0x39, 0x00, "saved mode pages not supported");
+    }
+
+    /** INVALID RELEASE OF PERSISTENT RESERVATION (0x26/0x04). */
+    static SenseException invalidReleaseOfPersistentReservation() {
+        return of(ILLEGAL_REQUEST, 0x26, 0x04, "invalid release of persistent reservation");
     }
 
     /** LOGICAL BLOCK ADDRESS OUT OF RANGE (0x21/0x00). */
@@ -92,6 +122,11 @@ final class SenseException extends RuntimeException {
                 (write ? "write" : "read") + " error at LBA " + lba);
     }
 
+    /** WRITE ERROR (MEDIUM ERROR 0x0C/0x00) without an LBA: cached writes could not be made durable. */
+    static SenseException flushFailed() {
+        return of(MEDIUM_ERROR, 0x0C, 0x00, "flush failed");
+    }
+
     /** INTERNAL TARGET FAILURE (HARDWARE ERROR 0x44/0x00): the device failed in a way that is not a medium error. */
     static SenseException internalTargetFailure() {
         return of(HARDWARE_ERROR, 0x44, 0x00, "internal target failure");
@@ -105,17 +140,11 @@ final class SenseException extends RuntimeException {
         return sks;
     }
 
-    /** Fixed-format sense data (SPC-4 4.5.3). */
-    byte[] toFixedFormat() {
-        return fixedFormat(senseKey, asc, ascq, information, informationValid, senseKeySpecific);
-    }
-
     /**
-     * Renders fixed-format sense data. The 4-byte INFORMATION field is marked VALID only when the value
-     * fits in it (an LBA beyond 2^32 - 1 cannot be reported in fixed format).
+     * Fixed-format sense data (SPC-4 4.5.3). The 4-byte INFORMATION field is marked VALID only when the
+     * value fits in it (an LBA beyond 2^32 - 1 cannot be reported in fixed format).
      */
-    static byte[] fixedFormat(int senseKey, int asc, int ascq, long information, boolean informationValid,
-            int senseKeySpecific) {
+    byte[] toFixedFormat() {
         byte[] sense = new byte[FIXED_SENSE_LENGTH];
         boolean valid = informationValid && information >= 0 && information <= 0xFFFFFFFFL;
         sense[0] = (byte) (valid ? 0xF0 : 0x70);

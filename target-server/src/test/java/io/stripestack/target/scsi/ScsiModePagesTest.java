@@ -101,7 +101,7 @@ class ScsiModePagesTest {
             }
             byte[] control = h.run(modeSense6(1, 1, 0x0A, 0, 255)).assertGood().data();
             for (int i = 6; i < control.length; i++) {
-                assertEquals(0, control[i], "control page not changeable at byte " + i);
+                assertEquals(i == 8 ? 0x08 : 0, control[i], "control page changeable only in SWP (page byte 4), byte " + i);
             }
             h.run(cdb(0x15, 0x10, 0, 0, 24, 0), cachingPageList(false, 0)).assertGood();
             assertEquals(0x04, h.run(modeSense6(1, 2, 0x08, 0, 255)).data()[6] & 0x04, "default still WCE=1");
