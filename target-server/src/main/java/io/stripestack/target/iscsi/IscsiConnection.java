@@ -48,8 +48,6 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     private static final int LOGOUT_CONNECTION_RECOVERY_NOT_SUPPORTED = 2;
     /** Largest Expected Data Transfer Length buffered for a write; above it the command is rejected. */
     static final int MAX_WRITE_TRANSFER = 64 << 20;
-    /** Fixed-format sense: ABORTED COMMAND, DATA PHASE ERROR (4Bh/00h). */
-    private static final byte[] DATA_PHASE_ERROR_SENSE = {0x70, 0, 0x0b, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0x4b, 0, 0, 0, 0, 0};
 
     private final ServerContext server;
     private final PduDecoder decoder;
@@ -484,7 +482,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         if (task.dataPhaseError || task.refusedForBudget) {
             if (task.dataPhaseError) {
                 // the data cannot be trusted: never executed, answered ABORTED COMMAND / DATA PHASE ERROR
-                task.command.checkCondition(DATA_PHASE_ERROR_SENSE.clone());
+                task.command.failDataPhase();
             } else {
                 task.command.completeWithStatus(ScsiCommand.TASK_SET_FULL);
             }

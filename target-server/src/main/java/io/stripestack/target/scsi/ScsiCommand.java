@@ -106,6 +106,14 @@ public final class ScsiCommand {
         this.sense = null;
     }
 
+    /**
+     * Completes with CHECK CONDITION, ABORTED COMMAND / DATA PHASE ERROR, without running: the
+     * transport could not receive the command's data as it must arrive.
+     */
+    public void failDataPhase() {
+        checkCondition(SenseException.dataPhaseError().toFixedFormat());
+    }
+
     /** Completes with CHECK CONDITION and fixed-format sense data; releases any Data-In set before. */
     public void checkCondition(byte[] fixedFormatSense) {
         if (dataIn != null) {

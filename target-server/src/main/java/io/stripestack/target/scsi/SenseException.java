@@ -18,6 +18,7 @@ final class SenseException extends RuntimeException {
     static final int ILLEGAL_REQUEST = 0x5;
     static final int UNIT_ATTENTION = 0x6;
     static final int DATA_PROTECT = 0x7;
+    static final int ABORTED_COMMAND = 0xB;
     static final int MISCOMPARE = 0xE;
 
     /** Fixed-format sense data length: 8 header bytes plus an ADDITIONAL SENSE LENGTH of 10. */
@@ -125,6 +126,11 @@ final class SenseException extends RuntimeException {
     /** WRITE ERROR (MEDIUM ERROR 0x0C/0x00) without an LBA: cached writes could not be made durable. */
     static SenseException flushFailed() {
         return of(MEDIUM_ERROR, 0x0C, 0x00, "flush failed");
+    }
+
+    /** DATA PHASE ERROR (ABORTED COMMAND 0x4B/0x00): the command's data did not arrive as the transport requires. */
+    static SenseException dataPhaseError() {
+        return of(ABORTED_COMMAND, 0x4B, 0x00, "data phase error");
     }
 
     /** INTERNAL TARGET FAILURE (HARDWARE ERROR 0x44/0x00): the device failed in a way that is not a medium error. */
