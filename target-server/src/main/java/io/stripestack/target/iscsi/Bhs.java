@@ -52,6 +52,32 @@ final class Bhs {
     static final int OFF_BUFFER_OFFSET = 40;
     static final int OFF_RESIDUAL = 44;
 
+    // fields of one PDU type each (RFC 7143 section 11)
+    /** Responses: the response code (Task Management, Logout) or reject reason (Reject). */
+    static final int OFF_RESPONSE = 2;
+    /** SCSI Response and Data-In with status: the SCSI status. */
+    static final int OFF_STATUS = 3;
+    /** Login Request: Version-min. */
+    static final int OFF_VERSION_MIN = 3;
+    /** Login Request/Response: the ISID, 6 bytes. */
+    static final int OFF_ISID = 8;
+    static final int ISID_LENGTH = 6;
+    /** Login Request/Response: the TSIH. */
+    static final int OFF_TSIH = 14;
+    /** Task Management Request: Referenced Task Tag and RefCmdSN. */
+    static final int OFF_REFERENCED_TASK_TAG = 20;
+    static final int OFF_REF_CMD_SN = 32;
+    /** SCSI Command: the CDB's first 16 bytes. */
+    static final int OFF_CDB = 32;
+    /** Login Response: status class and detail. */
+    static final int OFF_LOGIN_STATUS = 36;
+    /** Async Message: the event code. */
+    static final int OFF_ASYNC_EVENT = 36;
+    /** Logout Response: Time2Wait and Time2Retain; Async Message: Parameter3 (its Time2Wait). */
+    static final int OFF_TIME_2_WAIT = 40;
+    static final int OFF_TIME_2_RETAIN = 42;
+    static final int OFF_ASYNC_PARAMETER3 = 42;
+
     // Reject reasons (RFC 7143 11.17.1)
     static final int REJECT_DATA_DIGEST_ERROR = 0x02;
     static final int REJECT_PROTOCOL_ERROR = 0x04;

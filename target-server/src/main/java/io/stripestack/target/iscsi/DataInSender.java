@@ -43,7 +43,7 @@ final class DataInSender {
 
     /** Whether {@code task} may run now; false when it waits for Data-In room (it runs later). */
     boolean admit(IscsiTask task) {
-        if (!task.readBit || task.expectedTransferLength == 0) {
+        if (!task.reads() || task.expectedTransferLength() == 0) {
             return true;
         }
         if (waiting.isEmpty() && reserve(task)) {
@@ -76,11 +76,11 @@ final class DataInSender {
     }
 
     private boolean reserve(IscsiTask task) {
-        if (!server.dataIn.tryReserve(connection, held, task.expectedTransferLength)) {
+        if (!server.dataIn.tryReserve(connection, held, task.expectedTransferLength())) {
             return false;
         }
-        held += task.expectedTransferLength;
-        task.dataInHeld = task.expectedTransferLength;
+        held += task.expectedTransferLength();
+        task.dataInHeld = task.expectedTransferLength();
         return true;
     }
 
@@ -116,10 +116,10 @@ final class DataInSender {
     void sendResult(IscsiTask task) {
         ScsiCommand cmd = task.command;
         ByteBuf dataIn = cmd.dataIn();
-        int edtl = task.expectedTransferLength;
-        int toSend = dataIn == null || !task.readBit ? 0 : Math.min(dataIn.readableBytes(), edtl);
+        int edtl = task.expectedTransferLength();
+        int toSend = dataIn == null || !task.reads() ? 0 : Math.min(dataIn.readableBytes(), edtl);
         long commandLength = cmd.commandTransferLength();
-        if (commandLength >= 0 && task.readBit) {
+        if (commandLength >= 0 && task.reads()) {
             toSend = (int) Math.min(toSend, commandLength);
         }
         int residualFlags = 0;
@@ -128,7 +128,7 @@ final class DataInSender {
             residualFlags = RESIDUAL_OVERFLOW;
             residual = commandLength - edtl;
         } else {
-            long transferred = task.readBit ? toSend : Math.max(commandLength, 0);
+            long transferred = task.reads() ? toSend : Math.max(commandLength, 0);
             if (transferred < edtl) {
                 residualFlags = RESIDUAL_UNDERFLOW;
                 residual = edtl - transferred;
@@ -154,7 +154,7 @@ final class DataInSender {
             h.setInt(Bhs.OFF_ITT, task.itt);
             h.setInt(Bhs.OFF_TTT, Bhs.RESERVED_TAG);
             if ((flags & DATA_IN_STATUS) != 0) {
-                h.setByte(3, cmd.status());
+                h.setByte(Bhs.OFF_STATUS, cmd.status());
                 sequence.stamp(h);
                 h.setInt(Bhs.OFF_RESIDUAL, residualCount);
             } else {
@@ -178,10 +178,10 @@ final class DataInSender {
         }
         ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
         Bhs.begin(h, Bhs.OP_SCSI_RESPONSE, Bhs.FINAL_BIT | residualFlags, senseData == null ? 0 : senseData.readableBytes());
-        h.setByte(3, cmd.status());
+        h.setByte(Bhs.OFF_STATUS, cmd.status());
         h.setInt(Bhs.OFF_ITT, task.itt);
         sequence.stamp(h);
-        h.setInt(Bhs.OFF_DATA_SN, task.readBit ? dataSn : task.r2tSn);
+        h.setInt(Bhs.OFF_DATA_SN, task.reads() ? dataSn : task.r2tSn);
         h.setInt(Bhs.OFF_RESIDUAL, residualCount);
         ctx.write(IscsiPdu.of(h, senseData), lastWritePromise(task));
     }
@@ -204,7 +204,7 @@ final class DataInSender {
         ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
         int edtl = request.getInt(Bhs.OFF_EXPECTED_LENGTH);
         Bhs.begin(h, Bhs.OP_SCSI_RESPONSE, Bhs.FINAL_BIT | (edtl > 0 ? RESIDUAL_UNDERFLOW : 0), 0);
-        h.setByte(3, status);
+        h.setByte(Bhs.OFF_STATUS, status);
         h.setInt(Bhs.OFF_ITT, Bhs.itt(request));
         connection.sequence().stamp(h);
         h.setInt(Bhs.OFF_RESIDUAL, Math.max(edtl, 0));

@@ -44,7 +44,7 @@ final class DataOutCollector {
 
     /** A write command arrived with {@code immediate} data (possibly none): its data phase starts. */
     void start(IscsiTask task, boolean finalBit, ByteBuf immediate) {
-        int edtl = task.expectedTransferLength;
+        int edtl = task.expectedTransferLength();
         int immediateLength = immediate.readableBytes();
         int firstBurst = Math.min(params.firstBurstLength, edtl);
         task.unsolicitedPending = !finalBit && !params.initialR2T && immediateLength < firstBurst;
@@ -91,7 +91,7 @@ final class DataOutCollector {
             server.writeBuffers.release(task);
             return;
         }
-        ByteBuf whole = WriteBuffers.allocate(ctx.alloc(), task.expectedTransferLength);
+        ByteBuf whole = WriteBuffers.allocate(ctx.alloc(), task.expectedTransferLength());
         ByteBuf unsolicited = task.dataOut;
         if (unsolicited != null) {
             whole.setBytes(0, unsolicited, 0, unsolicited.capacity());
@@ -119,7 +119,7 @@ final class DataOutCollector {
         int end = offset + length;
         boolean unsolicited = ttt == Bhs.RESERVED_TAG;
         boolean finalBit = Bhs.finalBit(h);
-        if (task.itt != Bhs.itt(h) || offset < 0 || (long) offset + length > task.expectedTransferLength
+        if (task.itt != Bhs.itt(h) || offset < 0 || (long) offset + length > task.expectedTransferLength()
                 || unsolicited && (!task.unsolicitedPending || end > params.firstBurstLength)
                 || !unsolicited && (task.outstandingR2ts == 0 || end > task.nextR2tOffset)) {
             // outside the buffer, unsolicited beyond the first burst, or solicited data no R2T asked for
@@ -182,8 +182,8 @@ final class DataOutCollector {
         if (task.firstR2tOffset < 0) {
             task.firstR2tOffset = task.nextR2tOffset;
         }
-        while (task.outstandingR2ts < params.maxOutstandingR2T && task.nextR2tOffset < task.expectedTransferLength) {
-            int length = Math.min(params.maxBurstLength, task.expectedTransferLength - task.nextR2tOffset);
+        while (task.outstandingR2ts < params.maxOutstandingR2T && task.nextR2tOffset < task.expectedTransferLength()) {
+            int length = Math.min(params.maxBurstLength, task.expectedTransferLength() - task.nextR2tOffset);
             ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
             Bhs.begin(h, Bhs.OP_R2T, Bhs.FINAL_BIT, 0);
             h.setLong(Bhs.OFF_LUN, task.lunField);

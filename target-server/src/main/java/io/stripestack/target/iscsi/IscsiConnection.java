@@ -420,8 +420,10 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         }
         boolean expectsData = writeBit && edtl > 0;
         int ttt = expectsData ? nextTargetTransferTag() : Bhs.RESERVED_TAG;
-        IscsiTask task = new IscsiTask(this, itt, ttt, Bhs.lunField(h), cdb, edtl, readBit, writeBit, flags & 0x07,
-                Bhs.cmdSn(h), immediate);
+        long lunField = Bhs.lunField(h);
+        ScsiCommand command = new ScsiCommand(nexus, Bhs.decodeLun(lunField), cdb, edtl, readBit, writeBit, flags & 0x07,
+                null, ctx.alloc());
+        IscsiTask task = new IscsiTask(this, itt, ttt, lunField, Bhs.cmdSn(h), immediate, command);
         tasksByItt.put(itt, task);
         if (immediate) {
             immediateTasks++;
@@ -446,14 +448,14 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
             }
             if (type == 1 && length > 1) {
                 byte[] cdb = new byte[16 + length - 1];
-                h.getBytes(32, cdb, 0, 16);
+                h.getBytes(Bhs.OFF_CDB, cdb, 0, 16);
                 h.getBytes(offset + 4, cdb, 16, length - 1);
                 return cdb;
             }
             offset += (3 + length + 3) & ~3;
         }
         byte[] cdb = new byte[16];
-        h.getBytes(32, cdb);
+        h.getBytes(Bhs.OFF_CDB, cdb);
         return cdb;
     }
 
@@ -472,11 +474,10 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         if (task.targetTransferTag != Bhs.RESERVED_TAG) {
             tasksByTtt.remove(task.targetTransferTag);
         }
-        task.command = new ScsiCommand(nexus, task.lun, task.cdb, task.expectedTransferLength, task.readBit,
-                task.writeBit, task.taskAttribute, task.dataOut, ctx.alloc());
+        task.command.dataOutReceived(task.dataOut);
         task.state = IscsiTask.State.EXECUTING;
         executing++;
-        if (task.dataOut != null && task.dataEnd != task.expectedTransferLength) {
+        if (task.dataOut != null && task.dataEnd != task.expectedTransferLength()) {
             dataOut.dataPhaseError(task, "write data incomplete at the end of its data phase", task.dataEnd, 0);
         }
         if (task.dataPhaseError || task.refusedForBudget) {
@@ -589,7 +590,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         IscsiTask stalled = dataOut == null ? null : dataOut.stalledSince(tasksByTtt.values(), now - interval);
         if (stalled != null) {
             log.info("{}: no Data-Out for the R2T of write ITT 0x{} ({} bytes) within {}; closing", remote(),
-                    Integer.toHexString(stalled.itt), stalled.expectedTransferLength, server.settings.nopInInterval());
+                    Integer.toHexString(stalled.itt), stalled.expectedTransferLength(), server.settings.nopInInterval());
             ctx.close();
             return;
         }
@@ -640,11 +641,11 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     private void sendLogoutHeader(int response) {
         ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
         Bhs.begin(h, Bhs.OP_LOGOUT_RESPONSE, Bhs.FINAL_BIT, 0);
-        h.setByte(2, response);
+        h.setByte(Bhs.OFF_RESPONSE, response);
         h.setInt(Bhs.OFF_ITT, pendingLogoutItt);
         sequence.stamp(h);
-        h.setShort(40, params.defaultTime2Wait);
-        h.setShort(42, params.defaultTime2Retain);
+        h.setShort(Bhs.OFF_TIME_2_WAIT, params.defaultTime2Wait);
+        h.setShort(Bhs.OFF_TIME_2_RETAIN, params.defaultTime2Retain);
         ctx.write(IscsiPdu.of(h, null), ctx.voidPromise());
     }
 
@@ -679,8 +680,8 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         Bhs.begin(h, Bhs.OP_ASYNC_MESSAGE, Bhs.FINAL_BIT, 0);
         h.setInt(Bhs.OFF_ITT, Bhs.RESERVED_TAG);
         sequence.stamp(h);
-        h.setByte(36, ASYNC_EVENT_LOGOUT_REQUEST);
-        h.setShort(42, secondsToLogout);
+        h.setByte(Bhs.OFF_ASYNC_EVENT, ASYNC_EVENT_LOGOUT_REQUEST);
+        h.setShort(Bhs.OFF_ASYNC_PARAMETER3, secondsToLogout);
         ctx.write(IscsiPdu.of(h, null), ctx.voidPromise());
     }
 
@@ -703,7 +704,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         copy.writeBytes(rejected, rejected.readerIndex(), Bhs.LENGTH);
         ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
         Bhs.begin(h, Bhs.OP_REJECT, Bhs.FINAL_BIT, Bhs.LENGTH);
-        h.setByte(2, reason);
+        h.setByte(Bhs.OFF_RESPONSE, reason);
         h.setInt(Bhs.OFF_ITT, Bhs.RESERVED_TAG);
         sequence.stamp(h);
         ctx.write(IscsiPdu.of(h, copy), ctx.voidPromise());

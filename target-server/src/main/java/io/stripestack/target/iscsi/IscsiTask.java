@@ -28,12 +28,6 @@ final class IscsiTask implements Runnable {
     final int itt;
     final int targetTransferTag;
     final long lunField;
-    final long lun;
-    final byte[] cdb;
-    final int expectedTransferLength;
-    final boolean readBit;
-    final boolean writeBit;
-    final int taskAttribute;
     final int cmdSn;
     /** Immediate commands use no CmdSN slot, so completing them does not widen the window. */
     final boolean immediate;
@@ -83,34 +77,46 @@ final class IscsiTask implements Runnable {
     boolean aborted;
     /** Task management requests waiting for this task to end. */
     PendingTaskManagement abortWaiter;
-    ScsiCommand command;
+    /** The SCSI command this task carries to the SCSI layer and back; its Data-Out is set when the data phase ends. */
+    final ScsiCommand command;
 
-    IscsiTask(IscsiConnection connection, int itt, int targetTransferTag, long lunField, byte[] cdb,
-            int expectedTransferLength, boolean readBit, boolean writeBit, int taskAttribute, int cmdSn,
-            boolean immediate) {
+    IscsiTask(IscsiConnection connection, int itt, int targetTransferTag, long lunField, int cmdSn, boolean immediate,
+            ScsiCommand command) {
         this.connection = connection;
         this.itt = itt;
         this.targetTransferTag = targetTransferTag;
         this.lunField = lunField;
-        this.lun = Bhs.decodeLun(lunField);
-        this.cdb = cdb;
-        this.expectedTransferLength = expectedTransferLength;
-        this.readBit = readBit;
-        this.writeBit = writeBit;
-        this.taskAttribute = taskAttribute;
         this.cmdSn = cmdSn;
         this.immediate = immediate;
+        this.command = command;
+    }
+
+    /** The SCSI command's request side, which this task carries (nothing is kept twice). */
+    int expectedTransferLength() {
+        return command.expectedTransferLength();
+    }
+
+    boolean reads() {
+        return command.readBit();
+    }
+
+    boolean writes() {
+        return command.writeBit();
+    }
+
+    long lun() {
+        return command.lun();
     }
 
     /** Nothing more can arrive: no unsolicited burst open, no R2T unanswered, nothing left to ask for. */
     boolean dataPhaseOver() {
-        return !unsolicitedPending && outstandingR2ts == 0 && nextR2tOffset >= expectedTransferLength;
+        return !unsolicitedPending && outstandingR2ts == 0 && nextR2tOffset >= expectedTransferLength();
     }
 
     /** The end of the R2T burst that holds {@code offset}: bursts of MaxBurstLength from the first R2T's offset. */
     int burstEnd(int offset, int maxBurstLength) {
         long end = firstR2tOffset + ((long) (offset - firstR2tOffset) / maxBurstLength + 1) * maxBurstLength;
-        return (int) Math.min(end, expectedTransferLength);
+        return (int) Math.min(end, expectedTransferLength());
     }
 
     /** Runs once on the worker (executes the command), then once on the event loop (completes it). */
@@ -122,7 +128,7 @@ final class IscsiTask implements Runnable {
                 router.execute(command);
             } catch (RuntimeException | Error e) {
                 // the router promises not to throw; if it does, the initiator still gets an answer
-                log.error("SCSI router threw on opcode 0x{} (LUN {}); answering BUSY", Integer.toHexString(cdb[0] & 0xff), lun, e);
+                log.error("SCSI router threw on opcode 0x{} (LUN {}); answering BUSY", Integer.toHexString(command.opcode()), lun(), e);
                 command.completeWithStatus(ScsiCommand.BUSY);
             }
             state = State.DONE;
@@ -143,10 +149,10 @@ final class IscsiTask implements Runnable {
             dataOut.release();
             dataOut = null;
         }
-        if (writeBit && expectedTransferLength > 0) {
+        if (writes() && expectedTransferLength() > 0) {
             connection.writeBuffers().release(this);
         }
-        if (command != null && command.dataIn() != null) {
+        if (command.dataIn() != null) {
             ByteBuf dataIn = command.dataIn();
             command.complete(null);
             dataIn.release();

@@ -97,10 +97,10 @@ final class LoginPhase {
         if (!started) {
             // first request of the connection: sequence numbers start here
             started = true;
-            isid = h.getLong(Bhs.OFF_LUN) >>> 16;
+            isid = h.getLong(Bhs.OFF_ISID) >>> 16; // the 6-byte ISID and the TSIH after it
             connection.sequence().start(h.getInt(Bhs.OFF_EXP_STAT_SN), Bhs.cmdSn(h), server.settings.queueDepth());
         }
-        if (h.getUnsignedShort(14) != 0) {
+        if (h.getUnsignedShort(Bhs.OFF_TSIH) != 0) {
             // adding a connection to an existing session (a TSIH) needs MaxConnections > 1
             refuse(h, LoginNegotiator.STATUS_SESSION_DOES_NOT_EXIST, currentStage, null);
             return;
@@ -154,7 +154,7 @@ final class LoginPhase {
                 return;
             }
         }
-        LoginNegotiator.Step step = negotiator.process(currentStage, transit, nextStage, h.getByte(3) & 0xff, keys);
+        LoginNegotiator.Step step = negotiator.process(currentStage, transit, nextStage, h.getByte(Bhs.OFF_VERSION_MIN) & 0xff, keys);
         if (verifiesChap) {
             chapVerdict(step.failed() || negotiator.chapAuthenticated(), negotiator.chapAuthenticated());
         }
@@ -221,11 +221,11 @@ final class LoginPhase {
         ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
         int responseFlags = status == LoginNegotiator.STATUS_SUCCESS ? flags : currentStage << 2;
         Bhs.begin(h, Bhs.OP_LOGIN_RESPONSE, responseFlags, data == null ? 0 : data.readableBytes());
-        h.setBytes(8, request, 8, 6); // ISID
-        h.setShort(14, tsih);
+        h.setBytes(Bhs.OFF_ISID, request, Bhs.OFF_ISID, Bhs.ISID_LENGTH);
+        h.setShort(Bhs.OFF_TSIH, tsih);
         h.setInt(Bhs.OFF_ITT, Bhs.itt(request));
         connection.sequence().stamp(h);
-        h.setShort(36, status);
+        h.setShort(Bhs.OFF_LOGIN_STATUS, status);
         ctx.write(IscsiPdu.of(h, data), ctx.voidPromise());
     }
 }

@@ -53,11 +53,11 @@ final class TaskManagement {
         PendingTaskManagement pending = new PendingTaskManagement(itt, function, lun);
         switch (function) {
             case ABORT_TASK: {
-                IscsiTask task = connection.taskByItt(h.getInt(20));
+                IscsiTask task = connection.taskByItt(h.getInt(Bhs.OFF_REFERENCED_TASK_TAG));
                 if (task == null) {
                     // RFC 7143 section 11.5.1: a RefCmdSN still inside the window names a command not
                     // received yet (complete); below the window the command already finished (no task)
-                    boolean notYetReceived = connection.sequence().inWindow(h.getInt(32));
+                    boolean notYetReceived = connection.sequence().inWindow(h.getInt(Bhs.OFF_REF_CMD_SN));
                     respond(itt, notYetReceived ? COMPLETE : TASK_DOES_NOT_EXIST);
                     return;
                 }
@@ -90,7 +90,7 @@ final class TaskManagement {
 
     private void abortAll(PendingTaskManagement pending, long lun) {
         for (IscsiTask task : connection.tasksSnapshot()) {
-            if (lun < 0 || task.lun == lun) {
+            if (lun < 0 || task.lun() == lun) {
                 abort(task, pending);
             }
         }
@@ -168,7 +168,7 @@ final class TaskManagement {
     private void respond(int itt, int response) {
         ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
         Bhs.begin(h, Bhs.OP_TASK_MGMT_RESPONSE, Bhs.FINAL_BIT, 0);
-        h.setByte(2, response);
+        h.setByte(Bhs.OFF_RESPONSE, response);
         h.setInt(Bhs.OFF_ITT, itt);
         connection.sequence().stamp(h);
         ctx.write(IscsiPdu.of(h, null), ctx.voidPromise());

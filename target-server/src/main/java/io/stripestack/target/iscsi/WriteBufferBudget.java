@@ -62,7 +62,7 @@ final class WriteBufferBudget {
 
     /** Takes the task's whole buffer from the budget if nobody waits and it fits; never queues. */
     synchronized boolean tryReserve(IscsiTask task) {
-        if (!queue.isEmpty() || !fits(task.expectedTransferLength)) {
+        if (!queue.isEmpty() || !fits(task.expectedTransferLength())) {
             return false;
         }
         grant(task);
@@ -116,14 +116,14 @@ final class WriteBufferBudget {
             task.unsolicitedHeld = 0;
             if (task.budgetHeld) {
                 task.budgetHeld = false;
-                grantedBytes -= task.expectedTransferLength;
+                grantedBytes -= task.expectedTransferLength();
             } else if (task.queuedForBudget) {
                 task.queuedForBudget = false;
                 queue.remove(task);
             } else {
                 return;
             }
-            while (!queue.isEmpty() && fits(queue.peek().expectedTransferLength)) {
+            while (!queue.isEmpty() && fits(queue.peek().expectedTransferLength())) {
                 IscsiTask next = queue.poll();
                 next.queuedForBudget = false;
                 grant(next);
@@ -145,7 +145,7 @@ final class WriteBufferBudget {
     }
 
     private void grant(IscsiTask task) {
-        grantedBytes += task.expectedTransferLength;
+        grantedBytes += task.expectedTransferLength();
         task.budgetHeld = true;
         notePeak();
     }

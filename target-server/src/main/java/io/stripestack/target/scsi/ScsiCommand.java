@@ -38,7 +38,7 @@ public final class ScsiCommand {
     private final boolean readBit;
     private final boolean writeBit;
     private final int taskAttribute;
-    private final ByteBuf dataOut;
+    private ByteBuf dataOut;
     private final ByteBufAllocator allocator;
 
     // ---- response, set by the SCSI layer
@@ -67,6 +67,14 @@ public final class ScsiCommand {
         this.taskAttribute = taskAttribute;
         this.dataOut = dataOut;
         this.allocator = allocator;
+    }
+
+    /**
+     * The transport's data phase is over: {@code data} holds every Data-Out byte (or null). Set once,
+     * before {@link ScsiCommandRouter#execute}; the transport still owns and releases it.
+     */
+    public void dataOutReceived(ByteBuf data) {
+        this.dataOut = data;
     }
 
     public String nexus() { return nexus; }
