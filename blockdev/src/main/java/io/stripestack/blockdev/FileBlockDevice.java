@@ -8,10 +8,8 @@ import java.nio.file.Files;
 import java.nio.file.OpenOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
 import org.slf4j.Logger;
@@ -98,29 +96,17 @@ public final class FileBlockDevice implements BlockDevice {
         }
     }
 
-    /**
-     * Data files hold tenants' data (plaintext, for unencrypted LUNs): a file that users other than
-     * the owner may read or write is named at open, with the command that fixes it. Block devices
-     * are left to the system's device permissions.
-     */
+    /** Data files hold tenants' data (plaintext, for unencrypted LUNs): one open to others is named at open. */
     private static void warnIfOthersMayAccess(Path path) {
-        if (!Files.isRegularFile(path)) {
-            return;
-        }
         try {
-            Set<PosixFilePermission> permissions = Files.getPosixFilePermissions(path);
-            permissions.retainAll(GROUP_AND_OTHERS);
-            if (!permissions.isEmpty()) {
-                log.warn("{} is accessible to other users ({}): its data can be read or changed outside the server;"
-                        + " run chmod 600 {}", path, PosixFilePermissions.toString(Files.getPosixFilePermissions(path)), path);
+            String problem = FilePermissions.sharedDataFileProblem(path);
+            if (problem != null) {
+                log.warn(problem);
             }
-        } catch (UnsupportedOperationException | IOException e) {
-            // no POSIX permissions on this file system: nothing to check
+        } catch (IOException e) {
+            log.debug("{}: permissions not readable: {}", path, e.toString());
         }
     }
-
-    private static final Set<PosixFilePermission> GROUP_AND_OTHERS = EnumSet.of(PosixFilePermission.GROUP_READ,
-            PosixFilePermission.GROUP_WRITE, PosixFilePermission.OTHERS_READ, PosixFilePermission.OTHERS_WRITE);
 
     /**
      * Takes an advisory lock on the whole file, as md claims its members exclusively: two servers (or
@@ -143,14 +129,11 @@ public final class FileBlockDevice implements BlockDevice {
     private static FileChannel openCreatingOwnerOnly(Path path) throws IOException {
         Set<OpenOption> options = Set.of(StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.READ);
         try {
-            return FileChannel.open(path, options, PosixFilePermissions.asFileAttribute(OWNER_ONLY));
+            return FileChannel.open(path, options, PosixFilePermissions.asFileAttribute(FilePermissions.OWNER_READ_WRITE));
         } catch (UnsupportedOperationException noPosix) {
             return FileChannel.open(path, options);
         }
     }
-
-    private static final Set<PosixFilePermission> OWNER_ONLY = EnumSet.of(PosixFilePermission.OWNER_READ,
-            PosixFilePermission.OWNER_WRITE);
 
     /** Creates (or truncates/extends) a sparse regular file of {@code size} bytes and opens it. */
     public static FileBlockDevice create(Path path, long size, int blockSize) throws IOException {

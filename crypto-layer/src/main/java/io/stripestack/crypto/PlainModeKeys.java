@@ -1,17 +1,14 @@
 package io.stripestack.crypto;
 
+import io.stripestack.blockdev.FilePermissions;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFileAttributeView;
-import java.nio.file.attribute.PosixFilePermission;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.Arrays;
 import java.util.Locale;
-import java.util.Set;
 import org.bouncycastle.crypto.Digest;
 import org.bouncycastle.crypto.digests.RIPEMD160Digest;
 
@@ -157,26 +154,7 @@ public final class PlainModeKeys {
      * the volume. The message names the file and the chmod that fixes it.
      */
     public static void requirePrivate(Path keyFile) throws IOException {
-        requirePrivate(keyFile, "key file", "anyone who can read it can decrypt the volume");
-    }
-
-    /**
-     * Refuses a secret file (key, passphrase, CHAP secret) that group or others can read.
-     *
-     * @param what     how the message names the file, e.g. {@code "CHAP secret file"}
-     * @param exposure what a reader of the file could do, for the message
-     */
-    public static void requirePrivate(Path file, String what, String exposure) throws IOException {
-        PosixFileAttributeView view = Files.getFileAttributeView(file, PosixFileAttributeView.class);
-        if (view == null) {
-            return; // no POSIX permissions on this file system: nothing to check
-        }
-        Set<PosixFilePermission> perms = view.readAttributes().permissions();
-        if (perms.contains(PosixFilePermission.GROUP_READ) || perms.contains(PosixFilePermission.OTHERS_READ)) {
-            throw new IOException(what + " " + file + " is readable by group or others ("
-                    + PosixFilePermissions.toString(perms) + "); " + exposure + ". "
-                    + "Run 'chmod 600 " + file + "' (or 400) and retry.");
-        }
+        FilePermissions.requirePrivate(keyFile, "key file", "anyone who can read it can decrypt the volume");
     }
 
     /** A digest by cryptsetup name: JCA for sha*, md5; BouncyCastle for ripemd160, which the JDK lacks. */

@@ -9,7 +9,7 @@ import io.stripestack.target.config.StripestackConfig.Portal;
 import io.stripestack.target.config.StripestackConfig.ReadaheadConfig;
 import io.stripestack.target.config.StripestackConfig.ServerConfig;
 import io.stripestack.target.config.StripestackConfig.TargetConfig;
-import io.stripestack.crypto.PlainModeKeys;
+import io.stripestack.blockdev.FilePermissions;
 import io.stripestack.target.iscsi.IscsiServerSettings;
 import java.io.IOException;
 import java.io.Reader;
@@ -299,7 +299,7 @@ public final class ConfigLoader {
         } else {
             Path path = dataDir.resolve(file.string());
             try {
-                PlainModeKeys.requirePrivate(path, "CHAP secret file",
+                FilePermissions.requirePrivate(path, "CHAP secret file",
                         "anyone who can read it can log in as the initiator or impersonate the target");
                 byte[] bytes = Files.readAllBytes(path);
                 int end = bytes.length;
