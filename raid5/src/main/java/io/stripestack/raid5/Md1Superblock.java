@@ -36,7 +36,12 @@ public final class Md1Superblock {
 
     public byte[] setUuid = new byte[16];
     public String setName = "";
-    /** Seconds since the epoch in the low 40 bits, microseconds in the high 24 (as md stores it). */
+    /**
+     * Creation time: seconds since the epoch in the low 40 bits, the high 24 bits 0. The kernel's md_p.h
+     * reserves the high bits for microseconds, but neither mdadm nor the kernel writes them (both store plain
+     * seconds), and a kernel that reads the field unmasked (6.1 does) shows a nonzero value there as a date in
+     * 2106; {@link #encode} therefore always writes them as 0.
+     */
     public long ctime;
     public int level = 5;
     public int layout;
@@ -55,17 +60,19 @@ public final class Md1Superblock {
     public int bitmapOffset;
     public int devNumber;
     public byte[] deviceUuid = new byte[16];
+    /** Last superblock update, in the same format as {@link #ctime} (seconds, high 24 bits 0). */
     public long utime;
     public long events;
     public long resyncOffset = RESYNC_DONE;
     /** Role of each device number: 0..raid_disks-1 active, {@link #ROLE_FAULTY}, {@link #ROLE_SPARE}. */
     public int[] devRoles = new int[0];
 
-    /** Encodes md's ctime/utime format for a wall-clock instant in milliseconds. */
+    /**
+     * md's ctime/utime value for a wall-clock instant in milliseconds: what mdadm and the kernel write, whole
+     * seconds with the high 24 bits 0 (the sub-second part is dropped, never stored in the high bits).
+     */
     public static long mdTime(long epochMillis) {
-        long seconds = epochMillis / 1000;
-        long micros = (epochMillis % 1000) * 1000;
-        return (seconds & 0xff_ffff_ffffL) | (micros << 40);
+        return mdTimeSeconds(Math.floorDiv(epochMillis, 1000L));
     }
 
     /** Seconds since the epoch of an md time value. */
@@ -124,7 +131,7 @@ public final class Md1Superblock {
         b.put(16, setUuid);
         byte[] name = setName.getBytes(StandardCharsets.UTF_8);
         b.put(32, name, 0, Math.min(32, name.length));
-        b.putLong(64, ctime);
+        b.putLong(64, mdTimeSeconds(ctime));   // high 24 bits 0, also for a value read from an older member
         b.putInt(72, level);
         b.putInt(76, layout);
         b.putLong(80, sizeSectors);
@@ -140,7 +147,7 @@ public final class Md1Superblock {
         b.putLong(152, recoveryOffset);
         b.putInt(160, devNumber);
         b.put(168, deviceUuid);
-        b.putLong(192, utime);
+        b.putLong(192, mdTimeSeconds(utime));
         b.putLong(200, events);
         b.putLong(208, resyncOffset);
         b.putInt(220, devRoles.length); // max_dev
