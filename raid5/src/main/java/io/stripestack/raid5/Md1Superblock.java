@@ -31,6 +31,12 @@ public final class Md1Superblock {
     public static final int FEATURE_RECOVERY_OFFSET = 2;
     /** feature_map bit: {@link #bitmapOffset} locates an internal write-intent bitmap (MD_FEATURE_BITMAP_OFFSET). */
     public static final int FEATURE_BITMAP = 1;
+    /**
+     * feature_map bit: the member's bad-block log holds entries (MD_FEATURE_BAD_BLOCKS). The kernel sets it
+     * only while the log is non-empty; the log's space ({@link #bblogOffset}, {@link #bblogSize}) is
+     * reserved by mdadm whether or not the bit is set. See {@link MdBadBlockLog}.
+     */
+    public static final int FEATURE_BAD_BLOCKS = 8;
     private static final int FIXED_BYTES = 256;
     private static final int MAX_ROLES = (BLOCK_BYTES - FIXED_BYTES) / 2;
 
@@ -60,6 +66,12 @@ public final class Md1Superblock {
     public int bitmapOffset;
     public int devNumber;
     public byte[] deviceUuid = new byte[16];
+    /** Bad-block log: entries' sector and length are in units of {@code 1 << bblogShift} sectors. */
+    public int bblogShift;
+    /** Bad-block log: its length in sectors (0: none reserved); 8 (512 entries) from mdadm. */
+    public int bblogSize;
+    /** Bad-block log: sectors from the superblock to the log (signed; 0: none reserved). */
+    public int bblogOffset;
     /** Last superblock update, in the same format as {@link #ctime} (seconds, high 24 bits 0). */
     public long utime;
     public long events;
@@ -78,6 +90,16 @@ public final class Md1Superblock {
     /** Seconds since the epoch of an md time value. */
     public static long mdTimeSeconds(long mdTime) {
         return mdTime & 0xff_ffff_ffffL;
+    }
+
+    /** Whether the member has room reserved for md's bad-block log (mdadm's "Bad Block Log : N entries available"). */
+    public boolean hasBadBlockLog() {
+        return bblogSize > 0 && bblogOffset != 0;
+    }
+
+    /** Whether feature_map says the member's bad-block log holds entries. */
+    public boolean hasBadBlocks() {
+        return (featureMap & FEATURE_BAD_BLOCKS) != 0;
     }
 
     public boolean hasBitmap() {
@@ -112,6 +134,9 @@ public final class Md1Superblock {
         c.bitmapOffset = bitmapOffset;
         c.devNumber = devNumber;
         c.deviceUuid = deviceUuid.clone();
+        c.bblogShift = bblogShift;
+        c.bblogSize = bblogSize;
+        c.bblogOffset = bblogOffset;
         c.utime = utime;
         c.events = events;
         c.resyncOffset = resyncOffset;
@@ -127,7 +152,7 @@ public final class Md1Superblock {
         ByteBuffer b = ByteBuffer.allocate(BLOCK_BYTES).order(ByteOrder.LITTLE_ENDIAN);
         b.putInt(0, MAGIC);
         b.putInt(4, 1);                 // major_version
-        b.putInt(8, featureMap);        // bitmap and recovery offset at most: no reshape, no bad-block log
+        b.putInt(8, featureMap);        // the engine sets bitmap and recovery offset at most: no reshape, no bad blocks
         b.put(16, setUuid);
         byte[] name = setName.getBytes(StandardCharsets.UTF_8);
         b.put(32, name, 0, Math.min(32, name.length));
@@ -147,6 +172,9 @@ public final class Md1Superblock {
         b.putLong(152, recoveryOffset);
         b.putInt(160, devNumber);
         b.put(168, deviceUuid);
+        b.put(185, (byte) bblogShift);
+        b.putShort(186, (short) bblogSize);
+        b.putInt(188, bblogOffset);
         b.putLong(192, mdTimeSeconds(utime));
         b.putLong(200, events);
         b.putLong(208, resyncOffset);
@@ -213,6 +241,9 @@ public final class Md1Superblock {
         sb.bitmapOffset = b.getInt(96);
         sb.devNumber = b.getInt(160);
         b.get(168, sb.deviceUuid);
+        sb.bblogShift = Byte.toUnsignedInt(b.get(185));
+        sb.bblogSize = Short.toUnsignedInt(b.getShort(186));
+        sb.bblogOffset = b.getInt(188);
         sb.utime = b.getLong(192);
         sb.events = b.getLong(200);
         sb.resyncOffset = b.getLong(208);
