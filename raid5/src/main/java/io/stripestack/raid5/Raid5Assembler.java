@@ -128,8 +128,8 @@ public final class Raid5Assembler {
                 refusals.add(badBlocks + ". stripestack does not honour md's bad-block log and would read those "
                         + "sectors as valid data, so it does not start the array with this member; nothing has been "
                         + "written to any member. Replace the member under Linux (mdadm --replace, or --fail, --remove "
-                        + "and --add), or take the file out of this array's configuration to start degraded without it "
-                        + "and rebuild onto a spare");
+                        + "and --add), or take the file out of this array (out of its configuration, and out of the "
+                        + "directories searched for its members) to start degraded without it and rebuild onto a spare");
             }
             byRole[role] = d;
             sbByRole[role] = sb;
