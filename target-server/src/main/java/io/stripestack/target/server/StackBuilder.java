@@ -199,10 +199,12 @@ final class StackBuilder {
                 try (LuksVolume volume = LuksVolume.unlock(below, file, kind)) {
                     SectorCipher cipher = SectorCipher.create(CryptSpec.parse(volume.cipherSpec()), volume.volumeKey(),
                             volume.sectorSize(), false);
-                    log.info("LUN {}: LUKS{} volume {} unlocked (keyslot {}), {}, payload at sector {}", lun.lun(),
-                            volume.version(), volume.uuid(), volume.keyslot(), volume.cipherSpec(),
-                            volume.payloadOffsetSectors());
-                    return new CryptoBlockDevice(name, below, cipher, volume.payloadOffsetSectors(), 0, false);
+                    boolean discards = c.allowDiscards() || volume.allowDiscards();
+                    log.info("LUN {}: LUKS{} volume {} unlocked (keyslot {}), {}, payload at sector {}, discards {}",
+                            lun.lun(), volume.version(), volume.uuid(), volume.keyslot(), volume.cipherSpec(),
+                            volume.payloadOffsetSectors(), !discards ? "not passed down"
+                                    : "passed down (" + (c.allowDiscards() ? "allow_discards" : "the header's allow-discards flag") + ")");
+                    return new CryptoBlockDevice(name, below, cipher, volume.payloadOffsetSectors(), 0, discards);
                 }
             }
             int keyBytes = c.keyBits() / 8;
@@ -212,7 +214,7 @@ final class StackBuilder {
                 key = PlainModeKeys.keyFromPassphraseFile(c.passphraseFile(), c.hash(), keyBytes);
             }
             SectorCipher cipher = SectorCipher.create(CryptSpec.parse(c.cipher()), key, c.sectorSize(), c.ivLargeSectors());
-            return new CryptoBlockDevice(name, below, cipher, c.offsetSectors(), c.skipSectors(), false);
+            return new CryptoBlockDevice(name, below, cipher, c.offsetSectors(), c.skipSectors(), c.allowDiscards());
         } finally {
             if (key != null) {
                 Arrays.fill(key, (byte) 0);
