@@ -23,8 +23,9 @@ import org.slf4j.LoggerFactory;
  * this device's logical block size.
  *
  * <p>I/O: a read fills the caller's buffer from below and decrypts it in place; a write encrypts into a
- * buffer this layer owns (one per thread, grown on demand up to {@link #MAX_WRITE_BUFFER} and kept; longer
- * writes go down in pieces of that size) and never touches the caller's bytes. Requests of
+ * buffer this layer owns (one per thread, grown on demand up to {@link #maxPieceBytes()} and kept; longer
+ * writes go down in pieces that end on optimal-I/O boundaries below, see {@link #maxPieceBytes()}) and never
+ * touches the caller's bytes. Requests of
  * {@link ParallelCipher#PARALLEL_MIN_BYTES} or more are encrypted/decrypted on several cores. A failed read
  * leaves the caller's buffer with undefined contents. Offsets and lengths must be multiples of the crypto
  * sector size ({@link IllegalArgumentException} naming it otherwise).
@@ -38,7 +39,7 @@ import org.slf4j.LoggerFactory;
  */
 public final class CryptoBlockDevice implements BlockDevice {
     private static final Logger log = LoggerFactory.getLogger(CryptoBlockDevice.class);
-    /** Largest per-thread write buffer; longer writes are encrypted and written in pieces of this size. */
+    /** Bound of the write pieces (and per-thread write buffers), unless one optimal I/O below is larger. */
     static final int MAX_WRITE_BUFFER = 4 * 1024 * 1024;
     private static final int MIN_WRITE_BUFFER = 64 * 1024;
     private static final int BUFFER_ALIGNMENT = 4096;
@@ -53,6 +54,8 @@ public final class CryptoBlockDevice implements BlockDevice {
     private final int sectorSize;
     private final boolean allowDiscards;
     private final Geometry geometry;
+    /** Longest piece a write goes down in: a whole number of optimal I/Os (see {@link #maxPieceBytes()}). */
+    private final int maxPiece;
     private final IoStats stats;
     private final LongAdder sectorsEncrypted;
     private final LongAdder sectorsDecrypted;
@@ -104,6 +107,7 @@ public final class CryptoBlockDevice implements BlockDevice {
         this.size = usable - usable % sectorSize;
         Geometry belowGeometry = below.geometry();
         this.geometry = geometryAbove(belowGeometry, payloadStart, sectorSize);
+        this.maxPiece = maxPiece(geometry.optimalIo());
         this.stats = new IoStats(name);
         this.sectorsEncrypted = stats.counter("sectors_encrypted");
         this.sectorsDecrypted = stats.counter("sectors_decrypted");
@@ -117,6 +121,42 @@ public final class CryptoBlockDevice implements BlockDevice {
         int optimalIo = lcm(shifted.optimalIo(), minimumIo);
         int maxTransfer = shifted.maxTransfer() == 0 ? 0 : Math.max(sectorSize, shifted.maxTransfer() - shifted.maxTransfer() % sectorSize);
         return new Geometry(minimumIo, optimalIo, shifted.alignmentOffset() % optimalIo, maxTransfer);
+    }
+
+    /**
+     * The largest multiple of {@code optimalIo} not above {@link #MAX_WRITE_BUFFER}, and at least one
+     * {@code optimalIo}: over a 1.5 MiB RAID-5 row that is 3 MiB, over a 192 KiB row 4032 KiB.
+     */
+    static int maxPiece(int optimalIo) {
+        return Math.max(optimalIo, MAX_WRITE_BUFFER / optimalIo * optimalIo);
+    }
+
+    /**
+     * The longest piece a write goes down in: a whole number of the optimal I/O (full stripe) of the device
+     * below, at most 4 MiB unless one optimal I/O is larger. A longer write is cut where a piece ends on an
+     * optimal-I/O boundary below, so over an aligned payload every piece but a partial first or last one is
+     * whole rows of the array below (cutting at a fixed 4 MiB would turn every row a cut falls into into two
+     * partial-row writes).
+     */
+    public int maxPieceBytes() {
+        return maxPiece;
+    }
+
+    /**
+     * Length of the piece of a write starting at {@code offset} with {@code remaining} bytes left: all of it
+     * when that fits {@link #maxPiece}, else up to the last optimal-I/O boundary below within it.
+     */
+    private int pieceLength(long offset, int remaining) {
+        if (remaining <= maxPiece) {
+            return remaining;
+        }
+        long unit = geometry.optimalIo();
+        long end = offset + maxPiece;
+        long boundary = end - Math.floorMod(end - geometry.alignmentOffset(), unit);
+        if (boundary > offset && (boundary - offset) % sectorSize == 0) {
+            return (int) (boundary - offset);
+        }
+        return maxPiece;    // boundaries below fall inside crypto sectors (misaligned payload): whole units then
     }
 
     private static int lcm(int a, int b) {
@@ -211,7 +251,7 @@ public final class CryptoBlockDevice implements BlockDevice {
             ByteBuffer buffer = writeBuffer(length);
             int srcIndex = src.position();
             for (int done = 0; done < length; ) {
-                int n = Math.min(buffer.capacity(), length - done);
+                int n = pieceLength(offset + done, length - done);
                 buffer.clear(); // absolute puts are bounded by the limit the previous write left
                 ParallelCipher.run(cipher, true, src, srcIndex + done, buffer, 0, n, ivSector(offset + done));
                 buffer.limit(n);
@@ -290,11 +330,11 @@ public final class CryptoBlockDevice implements BlockDevice {
         BlockDevice.checkRange(this, offset, length);
     }
 
-    /** This thread's write buffer, grown (once) to fit {@code length} up to {@link #MAX_WRITE_BUFFER}. */
+    /** This thread's write buffer, grown (once) to fit {@code length} up to {@link #maxPiece}. */
     private ByteBuffer writeBuffer(int length) {
         ByteBuffer buffer = writeBuffers.get();
-        int wanted = Math.min(MAX_WRITE_BUFFER, Math.max(MIN_WRITE_BUFFER, Integer.highestOneBit(length - 1) << 1));
-        if (buffer == null || buffer.capacity() < Math.min(length, MAX_WRITE_BUFFER)) {
+        int wanted = (int) Math.min(maxPiece, Math.max(MIN_WRITE_BUFFER, Long.highestOneBit(length - 1L) << 1));
+        if (buffer == null || buffer.capacity() < Math.min(length, maxPiece)) {
             // aligned, so a device below opened with O_DIRECT accepts it
             buffer = ByteBuffer.allocateDirect(wanted + BUFFER_ALIGNMENT).alignedSlice(BUFFER_ALIGNMENT);
             buffer = buffer.limit(wanted).slice();

@@ -31,12 +31,23 @@ public final class Md1Superblock {
     public static final int FEATURE_RECOVERY_OFFSET = 2;
     /** feature_map bit: {@link #bitmapOffset} locates an internal write-intent bitmap (MD_FEATURE_BITMAP_OFFSET). */
     public static final int FEATURE_BITMAP = 1;
+    /**
+     * feature_map bit: the member's bad-block log holds entries (MD_FEATURE_BAD_BLOCKS). The kernel sets it
+     * only while the log is non-empty; the log's space ({@link #bblogOffset}, {@link #bblogSize}) is
+     * reserved by mdadm whether or not the bit is set. See {@link MdBadBlockLog}.
+     */
+    public static final int FEATURE_BAD_BLOCKS = 8;
     private static final int FIXED_BYTES = 256;
     private static final int MAX_ROLES = (BLOCK_BYTES - FIXED_BYTES) / 2;
 
     public byte[] setUuid = new byte[16];
     public String setName = "";
-    /** Seconds since the epoch in the low 40 bits, microseconds in the high 24 (as md stores it). */
+    /**
+     * Creation time: seconds since the epoch in the low 40 bits, the high 24 bits 0. The kernel's md_p.h
+     * reserves the high bits for microseconds, but neither mdadm nor the kernel writes them (both store plain
+     * seconds), and a kernel that reads the field unmasked (6.1 does) shows a nonzero value there as a date in
+     * 2106; {@link #encode} therefore always writes them as 0.
+     */
     public long ctime;
     public int level = 5;
     public int layout;
@@ -55,22 +66,40 @@ public final class Md1Superblock {
     public int bitmapOffset;
     public int devNumber;
     public byte[] deviceUuid = new byte[16];
+    /** Bad-block log: entries' sector and length are in units of {@code 1 << bblogShift} sectors. */
+    public int bblogShift;
+    /** Bad-block log: its length in sectors (0: none reserved); 8 (512 entries) from mdadm. */
+    public int bblogSize;
+    /** Bad-block log: sectors from the superblock to the log (signed; 0: none reserved). */
+    public int bblogOffset;
+    /** Last superblock update, in the same format as {@link #ctime} (seconds, high 24 bits 0). */
     public long utime;
     public long events;
     public long resyncOffset = RESYNC_DONE;
     /** Role of each device number: 0..raid_disks-1 active, {@link #ROLE_FAULTY}, {@link #ROLE_SPARE}. */
     public int[] devRoles = new int[0];
 
-    /** Encodes md's ctime/utime format for a wall-clock instant in milliseconds. */
+    /**
+     * md's ctime/utime value for a wall-clock instant in milliseconds: what mdadm and the kernel write, whole
+     * seconds with the high 24 bits 0 (the sub-second part is dropped, never stored in the high bits).
+     */
     public static long mdTime(long epochMillis) {
-        long seconds = epochMillis / 1000;
-        long micros = (epochMillis % 1000) * 1000;
-        return (seconds & 0xff_ffff_ffffL) | (micros << 40);
+        return mdTimeSeconds(Math.floorDiv(epochMillis, 1000L));
     }
 
     /** Seconds since the epoch of an md time value. */
     public static long mdTimeSeconds(long mdTime) {
         return mdTime & 0xff_ffff_ffffL;
+    }
+
+    /** Whether the member has room reserved for md's bad-block log (mdadm's "Bad Block Log : N entries available"). */
+    public boolean hasBadBlockLog() {
+        return bblogSize > 0 && bblogOffset != 0;
+    }
+
+    /** Whether feature_map says the member's bad-block log holds entries. */
+    public boolean hasBadBlocks() {
+        return (featureMap & FEATURE_BAD_BLOCKS) != 0;
     }
 
     public boolean hasBitmap() {
@@ -105,6 +134,9 @@ public final class Md1Superblock {
         c.bitmapOffset = bitmapOffset;
         c.devNumber = devNumber;
         c.deviceUuid = deviceUuid.clone();
+        c.bblogShift = bblogShift;
+        c.bblogSize = bblogSize;
+        c.bblogOffset = bblogOffset;
         c.utime = utime;
         c.events = events;
         c.resyncOffset = resyncOffset;
@@ -120,11 +152,11 @@ public final class Md1Superblock {
         ByteBuffer b = ByteBuffer.allocate(BLOCK_BYTES).order(ByteOrder.LITTLE_ENDIAN);
         b.putInt(0, MAGIC);
         b.putInt(4, 1);                 // major_version
-        b.putInt(8, featureMap);        // bitmap and recovery offset at most: no reshape, no bad-block log
+        b.putInt(8, featureMap);        // the engine sets bitmap and recovery offset at most: no reshape, no bad blocks
         b.put(16, setUuid);
         byte[] name = setName.getBytes(StandardCharsets.UTF_8);
         b.put(32, name, 0, Math.min(32, name.length));
-        b.putLong(64, ctime);
+        b.putLong(64, mdTimeSeconds(ctime));   // high 24 bits 0, also for a value read from an older member
         b.putInt(72, level);
         b.putInt(76, layout);
         b.putLong(80, sizeSectors);
@@ -140,7 +172,10 @@ public final class Md1Superblock {
         b.putLong(152, recoveryOffset);
         b.putInt(160, devNumber);
         b.put(168, deviceUuid);
-        b.putLong(192, utime);
+        b.put(185, (byte) bblogShift);
+        b.putShort(186, (short) bblogSize);
+        b.putInt(188, bblogOffset);
+        b.putLong(192, mdTimeSeconds(utime));
         b.putLong(200, events);
         b.putLong(208, resyncOffset);
         b.putInt(220, devRoles.length); // max_dev
@@ -206,6 +241,9 @@ public final class Md1Superblock {
         sb.bitmapOffset = b.getInt(96);
         sb.devNumber = b.getInt(160);
         b.get(168, sb.deviceUuid);
+        sb.bblogShift = Byte.toUnsignedInt(b.get(185));
+        sb.bblogSize = Short.toUnsignedInt(b.getShort(186));
+        sb.bblogOffset = b.getInt(188);
         sb.utime = b.getLong(192);
         sb.events = b.getLong(200);
         sb.resyncOffset = b.getLong(208);

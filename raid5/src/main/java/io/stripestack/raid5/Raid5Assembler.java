@@ -19,7 +19,9 @@ import org.slf4j.LoggerFactory;
  * with more, assemble fails with {@link Raid5AssembleException}. Spares (role 0xffff) are kept as hot
  * spares; a member whose superblock carries a recovery offset resumes its rebuild from there. An array
  * that was not shut down cleanly and is degraded is refused unless
- * {@link Raid5Options#startDirtyDegraded()} (md's {@code start_dirty_degraded}).
+ * {@link Raid5Options#startDirtyDegraded()} (md's {@code start_dirty_degraded}). A member whose md
+ * bad-block log lists bad sectors is refused (the engine does not honour the log), with nothing written;
+ * a spare with such a log is left unused and untouched (see {@link MdBadBlockLog}).
  *
  * <p>Ownership: the array takes every device it uses and closes it on {@link Raid5Array#close()};
  * devices assemble does not use are closed before it returns. Stateless; safe from any thread.
@@ -66,6 +68,7 @@ public final class Raid5Assembler {
         List<MemberSet.Member> spares = new ArrayList<>();
         Md1Superblock[] sbByRole = new Md1Superblock[ref.raidDisks];
         boolean[] used = new boolean[count];
+        List<String> refusals = new ArrayList<>();
         String setName = "'" + ref.setName + "' (" + Md1Superblock.formatUuid(ref.setUuid) + ")";
         for (int i = 0; i < count; i++) {
             Md1Superblock sb = sbs[i];
@@ -87,6 +90,11 @@ public final class Raid5Assembler {
             }
             long needed = ref.dataOffsetSectors * 512 + ref.sizeSectors * 512;
             if (role == Md1Superblock.ROLE_SPARE && d.size() >= needed && sb.dataOffsetSectors == ref.dataOffsetSectors) {
+                String badBlocks = badBlockRefusal(d, sb, problems);
+                if (badBlocks != null) {
+                    problems.add(badBlocks + " -- it is not used as a spare and is left untouched");
+                    continue;
+                }
                 spares.add(new MemberSet.Member(-1, d, d.name(), sb.devNumber, sb.deviceUuid, sb.dataSizeSectors,
                         Raid5Status.MemberState.ACTIVE));
                 used[i] = true;
@@ -115,9 +123,26 @@ public final class Raid5Assembler {
                         List.of(byRole[role].name() + " and " + d.name() + " have the same role and events; "
                                 + "one is a copy of the other -- list only one of them"));
             }
+            String badBlocks = badBlockRefusal(d, sb, problems);
+            if (badBlocks != null) {
+                refusals.add(badBlocks + ". stripestack does not honour md's bad-block log and would read those "
+                        + "sectors as valid data, so it does not start the array with this member; nothing has been "
+                        + "written to any member. Replace the member under Linux (mdadm --replace, or --fail, --remove "
+                        + "and --add), or take the file out of this array (out of its configuration, and out of the "
+                        + "directories searched for its members) to start degraded without it and rebuild onto a spare");
+            }
             byRole[role] = d;
             sbByRole[role] = sb;
             used[i] = true;
+        }
+        if (!refusals.isEmpty()) {
+            closeAll(devices, new boolean[count]);
+            for (String r : refusals) {
+                LOG.warn("assemble {}: {}", setName, r);
+            }
+            throw new Raid5AssembleException("cannot start " + setName + ": md's bad-block log of "
+                    + (refusals.size() == 1 ? "a member lists bad sectors" : refusals.size() + " members lists bad sectors"),
+                    refusals);
         }
         MemberSet.Member[] roles = new MemberSet.Member[ref.raidDisks];
         int absent = 0;
@@ -201,6 +226,39 @@ public final class Raid5Assembler {
             problems.add("the write-intent bitmap cannot be used (" + why + "); the resync covers every row");
         }
         return null;
+    }
+
+    /**
+     * Null when {@code d} may be used as far as md's bad-block log goes: it records no bad blocks
+     * (feature bit clear; a reserved but unused log is kept as it is), or the bit is set but the log is
+     * empty (noted in {@code problems}; the next superblock write clears the bit, as the kernel's would).
+     * Otherwise why it must not be used: the log lists bad ranges, or cannot be read.
+     */
+    private static String badBlockRefusal(BlockDevice d, Md1Superblock sb, List<String> problems) {
+        if (!sb.hasBadBlocks()) {
+            return null;
+        }
+        if (!sb.hasBadBlockLog()) {
+            return d.name() + ": feature_map says md's bad-block log holds entries, but the superblock reserves no "
+                    + "log (bblog_size " + sb.bblogSize + ", bblog_offset " + sb.bblogOffset + ")";
+        }
+        List<MdBadBlockLog.Entry> entries;
+        try {
+            entries = MdBadBlockLog.read(d, sb);
+        } catch (IOException e) {
+            return d.name() + ": feature_map says md's bad-block log holds entries, and the log cannot be read ("
+                    + e.getMessage() + ")";
+        }
+        if (entries.isEmpty()) {
+            problems.add(d.name() + ": feature_map says md's bad-block log holds entries, but the log is empty; the "
+                    + "flag is cleared at the next superblock write (as the kernel does) and the log's space is kept");
+            return null;
+        }
+        return d.name() + ": md's bad-block log on this member lists " + entries.size() + " bad range"
+                + (entries.size() == 1 ? "" : "s") + " (member sectors start+length: "
+                + entries.subList(0, Math.min(4, entries.size())) + (entries.size() > 4 ? " ..." : "")
+                + "; mdadm --examine-badblocks lists them): Linux could not write those sectors, so they may hold "
+                + "stale data";
     }
 
     /** The superblock with most events among the UUID shared by the most devices. */

@@ -3,20 +3,32 @@ package io.stripestack.raid5;
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.FileBlockDevice;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.DirectoryStream;
 import java.nio.file.FileStore;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Create and assemble arrays whose members are files (or block devices) given by path: what the CLI's
  * {@code stripestack create} and {@code serve} call. Stateless.
  */
 public final class Raid5Files {
+    private static final Logger LOG = LoggerFactory.getLogger(Raid5Files.class);
+
     private Raid5Files() {
     }
 
@@ -127,5 +139,151 @@ public final class Raid5Files {
             throw e;
         }
         return Raid5Assembler.assemble(devices, missing, options);
+    }
+
+    /**
+     * Assembles the array on {@code paths} together with every other regular file in {@code searchDirs}
+     * (not recursively) whose md superblock carries the same array UUID, as md finds members by UUID
+     * rather than by name: a spare added at run time and rebuilt into the array is found again at the next
+     * start although no list names it. The UUID is the one most of {@code paths}' superblocks carry
+     * (newest events on a tie); with none readable this is {@link #assemble(List, Raid5Options, boolean)}.
+     * The assembler then places every file by its role in the newest superblock, as always (stale,
+     * faulty and foreign ones reported and not used). A found file whose device UUID is also that of a
+     * listed file or of another found file with at least as many events is a copy of that member: it is
+     * not used (WARN).
+     */
+    public static Raid5Array assemble(List<Path> paths, Collection<Path> searchDirs, Raid5Options options,
+                                      boolean direct) throws IOException {
+        Map<Path, Md1Superblock> listed = new LinkedHashMap<>();
+        Set<Path> known = new LinkedHashSet<>();
+        for (Path p : paths) {
+            known.add(p.toAbsolutePath().normalize());
+            Md1Superblock sb = readSuperblock(p);
+            if (sb != null) {
+                listed.put(p, sb);
+            }
+        }
+        byte[] uuid = majorityUuid(listed.values());
+        if (uuid == null) {
+            return assemble(paths, options, direct);
+        }
+        Map<Path, Md1Superblock> found = new LinkedHashMap<>();
+        for (Path dir : new LinkedHashSet<>(searchDirs)) {
+            for (Path file : regularFiles(dir)) {
+                if (known.add(file.toAbsolutePath().normalize()) && !isSameAsAny(file, paths)) {
+                    Md1Superblock sb = readSuperblock(file);
+                    if (sb != null && Arrays.equals(sb.setUuid, uuid)) {
+                        found.put(file, sb);
+                    }
+                }
+            }
+        }
+        List<Path> all = new ArrayList<>(paths);
+        String array = "array '" + listed.values().iterator().next().setName + "' (" + Md1Superblock.formatUuid(uuid) + ")";
+        for (Map.Entry<Path, Md1Superblock> f : found.entrySet()) {
+            Md1Superblock sb = f.getValue();
+            Path original = copyOf(f.getKey(), sb, listed, found);
+            if (original != null) {
+                LOG.warn("{}: {} carries the superblock of member device {} like {} (events {}); it is a copy and "
+                        + "not used -- move it away from the array's members", array, f.getKey(), sb.devNumber,
+                        original, sb.events);
+                continue;
+            }
+            LOG.info("{}: {} is not in the configured lists, but its superblock belongs to this array (device {}, "
+                    + "events {}): assembled with it", array, f.getKey(), sb.devNumber, sb.events);
+            all.add(f.getKey());
+        }
+        return assemble(all, options, direct);
+    }
+
+    /** The listed or earlier-found file that {@code file} is a copy of (same device UUID, events >= its), or null. */
+    private static Path copyOf(Path file, Md1Superblock sb, Map<Path, Md1Superblock> listed,
+                               Map<Path, Md1Superblock> found) {
+        for (Map.Entry<Path, Md1Superblock> l : listed.entrySet()) {
+            if (Arrays.equals(l.getValue().deviceUuid, sb.deviceUuid) && l.getValue().events >= sb.events) {
+                return l.getKey();
+            }
+        }
+        for (Map.Entry<Path, Md1Superblock> other : found.entrySet()) {
+            if (other.getKey().equals(file)) {
+                continue;
+            }
+            Md1Superblock o = other.getValue();
+            if (Arrays.equals(o.deviceUuid, sb.deviceUuid)
+                    && (o.events > sb.events || (o.events == sb.events && other.getKey().compareTo(file) < 0))) {
+                return other.getKey();
+            }
+        }
+        return null;
+    }
+
+    /** The set UUID most superblocks carry; on a tie the one whose newest superblock has most events. */
+    private static byte[] majorityUuid(Collection<Md1Superblock> sbs) {
+        byte[] best = null;
+        int bestVotes = 0;
+        long bestEvents = Long.MIN_VALUE;
+        for (Md1Superblock candidate : sbs) {
+            int votes = 0;
+            long newest = Long.MIN_VALUE;
+            for (Md1Superblock other : sbs) {
+                if (other.sameSet(candidate)) {
+                    votes++;
+                    newest = Math.max(newest, other.events);
+                }
+            }
+            if (votes > bestVotes || (votes == bestVotes && newest > bestEvents)) {
+                best = candidate.setUuid;
+                bestVotes = votes;
+                bestEvents = newest;
+            }
+        }
+        return best;
+    }
+
+    /** The regular files directly in {@code dir}, by name; none when it does not exist or cannot be listed. */
+    private static Set<Path> regularFiles(Path dir) {
+        Set<Path> files = new TreeSet<>();
+        if (!Files.isDirectory(dir)) {
+            return files;
+        }
+        try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir)) {
+            for (Path p : entries) {
+                if (Files.isRegularFile(p)) {
+                    files.add(p);
+                }
+            }
+        } catch (IOException e) {
+            LOG.warn("{}: cannot list it to look for array members: {}", dir, e.getMessage());
+        }
+        return files;
+    }
+
+    private static boolean isSameAsAny(Path file, List<Path> paths) {
+        for (Path p : paths) {
+            try {
+                if (Files.exists(p) && Files.isSameFile(file, p)) {
+                    return true;
+                }
+            } catch (IOException e) {
+                // cannot tell: treat as different; the assembler reports a true duplicate
+            }
+        }
+        return false;
+    }
+
+    /** The md superblock of a file, read without opening it as a member (no lock); null if it has none. */
+    private static Md1Superblock readSuperblock(Path file) {
+        try (FileChannel ch = FileChannel.open(file)) {
+            if (ch.size() < Md1Superblock.OFFSET_BYTES + Md1Superblock.BLOCK_BYTES) {
+                return null;
+            }
+            ByteBuffer block = ByteBuffer.allocate(Md1Superblock.BLOCK_BYTES);
+            while (block.hasRemaining() && ch.read(block, Md1Superblock.OFFSET_BYTES + block.position()) > 0) {
+                // read the whole block
+            }
+            return block.hasRemaining() ? null : Md1Superblock.decode(block.flip(), file.toString());
+        } catch (IOException | IllegalArgumentException e) {
+            return null;
+        }
     }
 }

@@ -78,12 +78,12 @@ final class WriteIntentBitmap {
     /**
      * A new, all-clean bitmap for an array, with regions of {@code requestedChunk} bytes per member (0:
      * {@link #DEFAULT_CHUNK}, like mdadm), at least one RAID chunk, doubled until the bits fit before the
-     * data offset; null when not even one bit fits (then an unclean stop means a full resync).
+     * data offset (and before md's bad-block log, see {@link #roomBeforeData}); null when not even one bit fits (then an unclean stop means a full resync).
      */
     static WriteIntentBitmap create(Md1Superblock sb, long requestedChunk) {
         int raidChunk = sb.chunkSectors * 512;
         long memberData = sb.sizeSectors * 512;
-        long room = sb.dataOffsetSectors * 512 - memberOffset(sb.superOffsetSectors);
+        long room = roomBeforeData(sb);
         if (blockBytes(1) > room) {
             return null;
         }
@@ -95,6 +95,25 @@ final class WriteIntentBitmap {
             return null;
         }
         return new WriteIntentBitmap(sb.setUuid, sb.sizeSectors, (int) chunk, raidChunk, (int) (room / 512));
+    }
+
+    /**
+     * Bytes the bitmap may take from its start: up to the data offset, and never into md's bad-block
+     * log when the superblock reserves one (mdadm puts it after the space it keeps for a bitmap).
+     */
+    static long roomBeforeData(Md1Superblock sb) {
+        long start = memberOffset(sb.superOffsetSectors);
+        long room = sb.dataOffsetSectors * 512 - start;
+        if (sb.hasBadBlockLog()) {
+            long logStart = MdBadBlockLog.memberOffset(sb);
+            long logEnd = logStart + sb.bblogSize * 512L;
+            if (logStart >= start) {
+                room = Math.min(room, logStart - start);
+            } else if (logEnd > start) {
+                room = 0;
+            }
+        }
+        return Math.max(0, room);
     }
 
     private static int bitsFor(long memberData, long chunk) {

@@ -74,6 +74,29 @@ class Md1SuperblockTest {
         }
     }
 
+    /**
+     * mdadm and the kernel store plain seconds in ctime/utime (high 24 bits 0); kernel 6.1 reads the field
+     * unmasked, so anything in the high bits shows as a date in 2106.
+     */
+    @Test
+    void timesAreWholeSecondsWithTheHigh24BitsZero() {
+        Md1Superblock sb = sample(4);
+        sb.ctime = Md1Superblock.mdTime(1_700_000_000_999L);
+        sb.utime = Md1Superblock.mdTime(1_700_000_123_456L);
+        ByteBuffer le = sb.encode().order(ByteOrder.LITTLE_ENDIAN);
+        assertEquals(1_700_000_000L, le.getLong(64), "ctime: seconds only");
+        assertEquals(1_700_000_123L, le.getLong(192), "utime: seconds only");
+        assertEquals(0, le.getLong(64) >>> 40, "ctime high 24 bits");
+        assertEquals(0, le.getLong(192) >>> 40, "utime high 24 bits");
+
+        // A member written by an older version carries microseconds in the high bits: the next write clears them.
+        sb.ctime = 1_700_000_000L | (123_000L << 40);
+        sb.utime = 1_700_000_123L | (456_000L << 40);
+        Md1Superblock back = Md1Superblock.decode(sb.encode(), "old");
+        assertEquals(1_700_000_000L, back.ctime);
+        assertEquals(1_700_000_123L, back.utime);
+    }
+
     @Test
     void decodeNamesTheMemberAndTheProblem() {
         ByteBuffer block = sample(3).encode();

@@ -6,11 +6,19 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.LocalDateTime;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -38,8 +46,10 @@ class MdadmExamineTest {
     }
 
     static String examine(Path member) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(mdadm().toString(), "--examine", member.toString())
-                .redirectErrorStream(true).start();
+        ProcessBuilder pb = new ProcessBuilder(mdadm().toString(), "--examine", member.toString()).redirectErrorStream(true);
+        pb.environment().put("TZ", "UTC");      // times print as UTC, in the C locale's format
+        pb.environment().put("LC_ALL", "C");
+        Process p = pb.start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertTrue(p.waitFor(30, TimeUnit.SECONDS));
         assertEquals(0, p.exitValue(), "mdadm --examine " + member + " failed:\n" + out);
@@ -50,6 +60,12 @@ class MdadmExamineTest {
         Matcher m = Pattern.compile("^\\s*" + Pattern.quote(name) + " : (.*)$", Pattern.MULTILINE).matcher(examine);
         assertTrue(m.find(), "no '" + name + "' in:\n" + examine);
         return m.group(1).trim();
+    }
+
+    /** A time as mdadm prints it ({@code ctime(3)} format, UTC under {@link #examine}). */
+    static Instant examineTime(String value) {
+        DateTimeFormatter format = DateTimeFormatter.ofPattern("EEE MMM d HH:mm:ss yyyy", Locale.ROOT);
+        return LocalDateTime.parse(value.replaceAll("\\s+", " "), format).toInstant(ZoneOffset.UTC);
     }
 
     private List<Path> paths(int n) {
@@ -89,6 +105,29 @@ class MdadmExamineTest {
             assertTrue(field(out, "Array Size").startsWith("21504 KiB"), out);
             assertEquals("2", field(out, "Events"), "opened active (1), closed clean (2): " + out);
         }
+    }
+
+    /** Creation and update times are the seconds now, as mdadm shows them (not a date in 2106). */
+    @Test
+    void examineShowsTimesOfNow() throws Exception {
+        List<Path> paths = paths(3);
+        Instant before = Instant.now();
+        try (Raid5Array array = Raid5Files.create(paths, 4 << 20, Raid5Config.defaults("t").withChunk(16384),
+                Raid5Options.defaults())) {
+            array.write(0, ByteBuffer.allocate(4096));
+        }
+        String out = examine(paths.get(0));
+        for (String name : List.of("Creation Time", "Update Time")) {
+            Instant shown = examineTime(field(out, name));
+            assertTrue(Math.abs(Duration.between(before, shown).toSeconds()) < 60,
+                    name + " " + shown + " is not within a minute of " + before + ":\n" + out);
+        }
+        ByteBuffer block = ByteBuffer.allocate(Md1Superblock.BLOCK_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        try (FileChannel ch = FileChannel.open(paths.get(0))) {
+            ch.read(block, Md1Superblock.OFFSET_BYTES);
+        }
+        assertEquals(0, block.getLong(64) >>> 40, "ctime high 24 bits on disk");
+        assertEquals(0, block.getLong(192) >>> 40, "utime high 24 bits on disk");
     }
 
     @Test

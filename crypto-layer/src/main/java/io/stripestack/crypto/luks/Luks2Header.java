@@ -198,6 +198,22 @@ public final class Luks2Header extends LuksHeader {
         return out;
     }
 
+    /**
+     * The persistent activation flags cryptsetup keeps in {@code config.flags} ({@code cryptsetup open
+     * --persistent --allow-discards} stores "allow-discards"); empty when the header has none.
+     */
+    public List<String> persistentFlags() {
+        List<String> flags = new ArrayList<>();
+        if (json.get("config") instanceof Map<?, ?> config && config.get("flags") instanceof List<?> list) {
+            for (Object flag : list) {
+                if (flag instanceof String s) {
+                    flags.add(s);
+                }
+            }
+        }
+        return flags;
+    }
+
     // ---- JSON validation -------------------------------------------------------------------------------
 
     private static Metadata validate(Map<String, Object> json, long hdrSize, String name) throws LuksHeaderException {

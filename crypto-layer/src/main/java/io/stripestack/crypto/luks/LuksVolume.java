@@ -43,6 +43,7 @@ public final class LuksVolume implements AutoCloseable {
     private final long payloadBytes;
     private final String uuid;
     private final int version;
+    private final boolean allowDiscards;
 
     private LuksVolume(LuksHeader header, VolumeKey key) {
         this.cipherSpec = header.cipherSpec();
@@ -52,6 +53,7 @@ public final class LuksVolume implements AutoCloseable {
         this.payloadBytes = header instanceof Luks2Header luks2 ? luks2.payloadBytes() : -1;
         this.uuid = header.uuid();
         this.version = header.version();
+        this.allowDiscards = header instanceof Luks2Header luks2 && luks2.persistentFlags().contains("allow-discards");
     }
 
     /**
@@ -132,6 +134,14 @@ public final class LuksVolume implements AutoCloseable {
 
     public String uuid() {
         return uuid;
+    }
+
+    /**
+     * Whether the header itself allows discards: the LUKS2 persistent flag "allow-discards" (LUKS1 headers
+     * have no persistent flags).
+     */
+    public boolean allowDiscards() {
+        return allowDiscards;
     }
 
     /** LUKS version, 1 or 2. */

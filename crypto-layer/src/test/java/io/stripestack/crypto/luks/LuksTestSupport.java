@@ -64,6 +64,53 @@ final class LuksTestSupport {
         };
     }
 
+    /**
+     * Replaces the JSON text of both copies of the LUKS2 header on {@code device} (hdr_size read from the
+     * binary header) and recomputes their SHA-256 checksums, as cryptsetup would write them.
+     */
+    static void editLuks2Json(BlockDevice device, java.util.function.UnaryOperator<String> edit) throws IOException {
+        ByteBuffer binary = ByteBuffer.allocate(512);
+        device.read(0, binary);
+        int hdrSize = Math.toIntExact(binary.getLong(8));
+        for (long copyOffset : new long[] {0, hdrSize}) {
+            ByteBuffer buffer = ByteBuffer.allocate(hdrSize);
+            device.read(copyOffset, buffer);
+            byte[] copy = buffer.array();
+            int end = 4096;
+            while (copy[end] != 0) {
+                end++;
+            }
+            String json = new String(copy, 4096, end - 4096, StandardCharsets.UTF_8);
+            byte[] edited = edit.apply(json).getBytes(StandardCharsets.UTF_8);
+            java.util.Arrays.fill(copy, 4096, hdrSize, (byte) 0);
+            System.arraycopy(edited, 0, copy, 4096, edited.length);
+            java.util.Arrays.fill(copy, 448, 512, (byte) 0);
+            try {
+                byte[] sum = java.security.MessageDigest.getInstance("SHA-256").digest(copy);
+                System.arraycopy(sum, 0, copy, 448, sum.length);
+            } catch (java.security.NoSuchAlgorithmException e) {
+                throw new AssertionError(e);
+            }
+            device.write(copyOffset, ByteBuffer.wrap(copy));
+        }
+        device.flush();
+    }
+
+    /** Adds {@code flags} to config.flags, as {@code cryptsetup open --persistent --allow-discards} does. */
+    static void addPersistentFlags(BlockDevice device, String... flags) throws IOException {
+        StringBuilder list = new StringBuilder();
+        for (String f : flags) {
+            list.append(list.length() == 0 ? "" : ",").append('"').append(f).append('"');
+        }
+        editLuks2Json(device, json -> {
+            String edited = json.replaceFirst("(\"keyslots_size\":\"\\d+\")", "$1,\"flags\":[" + list + "]");
+            if (edited.equals(json)) {
+                throw new AssertionError("no config.keyslots_size in " + json);
+            }
+            return edited;
+        });
+    }
+
     // ---- external tools -------------------------------------------------------------------------------
 
     /** Skips the test if {@code tool} is missing, or fails it when running under CI=true. */

@@ -373,6 +373,7 @@ public final class ConfigLoader {
         Path keyFile = keyFileNode == null ? null : dataDir.resolve(keyFileNode.string());
         Path passFile = passFileNode == null ? null : dataDir.resolve(passFileNode.string());
         boolean createKey = boolOr(n.child("create_key"), false);
+        boolean allowDiscards = boolOr(n.child("allow_discards"), false);
         if (createKey && keyFile == null) {
             throw n.child("create_key").error("create_key needs key_file (a passphrase is yours to choose)");
         }
@@ -386,7 +387,7 @@ public final class ConfigLoader {
                 }
             }
             n.rejectUnknownKeys();
-            return new CryptoConfig(true, null, 0, keyFile, passFile, null, 0, 0, 512, false, false);
+            return new CryptoConfig(true, null, 0, keyFile, passFile, null, 0, 0, 512, false, false, allowDiscards);
         }
         YamlNode cipherNode = n.child("cipher");
         String cipher = cipherNode == null ? "aes-cbc-essiv:sha256" : cipherNode.string().trim();
@@ -406,7 +407,7 @@ public final class ConfigLoader {
         boolean ivLarge = boolOr(n.child("iv_large_sectors"), false);
         n.rejectUnknownKeys();
         return new CryptoConfig(false, cipher, keyBits, keyFile, passFile, hash, offset, skip, sectorSize, ivLarge,
-                createKey);
+                createKey, allowDiscards);
     }
 
     private static ReadaheadConfig readahead(YamlNode n, boolean hasCrypto) throws ConfigException {

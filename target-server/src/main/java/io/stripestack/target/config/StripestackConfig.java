@@ -65,10 +65,13 @@ public record StripestackConfig(Path file, Path dataDir, ServerConfig server, Ma
      * and sector size come from the LUKS header on the device below, unlocked with the key/passphrase file.
      * {@code createKey}: write a new random key file when it is missing and the device below was created
      * in this same start (never for existing data: a new key would make it unreadable).
+     * {@code allowDiscards}: pass discards (UNMAP) down to the device below, like dm-crypt's
+     * {@code allow_discards}; it reveals which sectors are unused. With LUKS2 the header's persistent
+     * {@code allow-discards} flag allows them too.
      */
     public record CryptoConfig(boolean luks, String cipher, int keyBits, Path keyFile, Path passphraseFile,
             String hash, long offsetSectors, long skipSectors, int sectorSize, boolean ivLargeSectors,
-            boolean createKey) {
+            boolean createKey, boolean allowDiscards) {
     }
 
     /** {@code readAheadKb < 0} means the default: two full stripes of the device below. */

@@ -23,8 +23,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -43,8 +45,9 @@ final class StackBuilder {
 
     /**
      * Creates the array if none of its members exists and a size is configured, else assembles it from
-     * the members' (and existing spares') superblocks. Configured spares that do not exist yet are created
-     * and added as hot spares.
+     * the superblocks of the members, the existing spares and every other file of the same array UUID in
+     * their directories ({@link #searchDirs}). Configured spares that do not exist yet are created and
+     * added as hot spares.
      */
     static OpenedArray openArray(ArrayConfig c, Raid5Options options) throws IOException {
         List<Path> members = c.members();
@@ -63,7 +66,7 @@ final class StackBuilder {
         } else {
             List<Path> present = new ArrayList<>(members);
             c.spares().stream().filter(Files::exists).forEach(present::add);
-            array = Raid5Files.assemble(present, options, c.direct());
+            array = Raid5Files.assemble(present, searchDirs(c), options, c.direct());
             for (String problem : array.assemblyProblems()) {
                 log.warn("array {}: {}", c.name(), problem);
             }
@@ -80,6 +83,24 @@ final class StackBuilder {
             throw e;
         }
         return new OpenedArray(array, create);
+    }
+
+    /**
+     * Where an array's members are looked for by UUID besides the configured files: the directories of the
+     * configured members and spares (a spare added at run time, {@code ctl set md0/add FILE}, usually lies
+     * there, and no list names it).
+     */
+    static Set<Path> searchDirs(ArrayConfig c) {
+        Set<Path> dirs = new LinkedHashSet<>();
+        for (List<Path> files : List.of(c.members(), c.spares())) {
+            for (Path f : files) {
+                Path parent = f.toAbsolutePath().getParent();
+                if (parent != null) {
+                    dirs.add(parent);
+                }
+            }
+        }
+        return dirs;
     }
 
     /** An array and whether it was created (all zeros) rather than assembled. */
@@ -178,10 +199,12 @@ final class StackBuilder {
                 try (LuksVolume volume = LuksVolume.unlock(below, file, kind)) {
                     SectorCipher cipher = SectorCipher.create(CryptSpec.parse(volume.cipherSpec()), volume.volumeKey(),
                             volume.sectorSize(), false);
-                    log.info("LUN {}: LUKS{} volume {} unlocked (keyslot {}), {}, payload at sector {}", lun.lun(),
-                            volume.version(), volume.uuid(), volume.keyslot(), volume.cipherSpec(),
-                            volume.payloadOffsetSectors());
-                    return new CryptoBlockDevice(name, below, cipher, volume.payloadOffsetSectors(), 0, false);
+                    boolean discards = c.allowDiscards() || volume.allowDiscards();
+                    log.info("LUN {}: LUKS{} volume {} unlocked (keyslot {}), {}, payload at sector {}, discards {}",
+                            lun.lun(), volume.version(), volume.uuid(), volume.keyslot(), volume.cipherSpec(),
+                            volume.payloadOffsetSectors(), !discards ? "not passed down"
+                                    : "passed down (" + (c.allowDiscards() ? "allow_discards" : "the header's allow-discards flag") + ")");
+                    return new CryptoBlockDevice(name, below, cipher, volume.payloadOffsetSectors(), 0, discards);
                 }
             }
             int keyBytes = c.keyBits() / 8;
@@ -191,7 +214,7 @@ final class StackBuilder {
                 key = PlainModeKeys.keyFromPassphraseFile(c.passphraseFile(), c.hash(), keyBytes);
             }
             SectorCipher cipher = SectorCipher.create(CryptSpec.parse(c.cipher()), key, c.sectorSize(), c.ivLargeSectors());
-            return new CryptoBlockDevice(name, below, cipher, c.offsetSectors(), c.skipSectors(), false);
+            return new CryptoBlockDevice(name, below, cipher, c.offsetSectors(), c.skipSectors(), c.allowDiscards());
         } finally {
             if (key != null) {
                 Arrays.fill(key, (byte) 0);

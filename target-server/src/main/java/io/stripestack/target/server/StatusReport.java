@@ -25,6 +25,7 @@ final class StatusReport {
     private final List<LunStack> luns;
     /** The iSCSI server's write buffer budget; null when the report has no iSCSI server to show. */
     private final Supplier<WriteBufferStats> writeBuffers;
+    /** The counters each layer had at the previous report, by target/lunN + layer. */
     private final Map<String, long[]> previous = new HashMap<>();
     private long previousNanos = System.nanoTime();
 
@@ -53,7 +54,8 @@ final class StatusReport {
         for (LunStack lun : luns) {
             out.append(lun.controlPath()).append('\n');
             for (BlockDevice layer : lun.layers()) {
-                line(out, "  " + layerKind(layer, lun), layer.stats(), seconds);
+                String kind = layerKind(layer, lun);
+                line(out, lun.controlPath() + " " + kind, "  " + kind, layer.stats(), seconds);
             }
         }
         out.append('\n');
@@ -97,9 +99,13 @@ final class StatusReport {
         return layer instanceof Raid5Array ? "raid5 " + layer.name() : "base " + layer.name();
     }
 
-    private void line(StringBuilder out, String label, IoStats s, double seconds) {
+    /**
+     * One iostat-like line; {@code key} names the layer in {@link #previous} and must be unique across LUNs
+     * (target, LUN and layer), since the labels ("readahead", "crypt") repeat in every LUN.
+     */
+    private void line(StringBuilder out, String key, String label, IoStats s, double seconds) {
         long[] now = {s.readOps(), s.readBytes(), s.writeOps(), s.writeBytes()};
-        long[] before = previous.put(label, now);
+        long[] before = previous.put(key, now);
         if (before == null) {
             before = new long[4];
         }

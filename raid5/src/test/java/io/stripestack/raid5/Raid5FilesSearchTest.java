@@ -1,0 +1,91 @@
+package io.stripestack.raid5;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Assembly from the files of the array's UUID in the members' directories, not only from a list. */
+class Raid5FilesSearchTest {
+    static final long MEMBER = 3 << 20;
+    static final Raid5Config CONFIG = Raid5Config.defaults("scan").withChunk(16384);
+
+    @TempDir
+    Path dir;
+
+    private List<Path> paths(String prefix, int n) {
+        List<Path> paths = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            paths.add(dir.resolve(prefix + i + ".img"));
+        }
+        return paths;
+    }
+
+    private static byte[] readAll(Raid5Array array) throws Exception {
+        byte[] got = new byte[(int) array.size()];
+        array.read(0, ByteBuffer.wrap(got));
+        return got;
+    }
+
+    /** Member 1 fails, a spare no list names is added and rebuilt in: the next assembly finds it by UUID. */
+    @Test
+    void aSpareRebuiltInIsFoundByItsUuid() throws Exception {
+        List<Path> members = paths("m", 4);
+        Path spare = dir.resolve("added-later.img");
+        byte[] data;
+        try (Raid5Array array = Raid5Files.create(members, MEMBER, CONFIG, Raid5Options.defaults())) {
+            data = new byte[(int) array.size()];
+            new Random(5).nextBytes(data);
+            array.write(0, ByteBuffer.wrap(data));
+            array.setSyncSpeedMax(Integer.MAX_VALUE);
+            array.failMember(1);
+            Raid5Files.addSpare(array, spare, 0);
+            assertTrue(array.awaitSyncIdle(60, java.util.concurrent.TimeUnit.SECONDS));
+            assertEquals(Raid5Status.Health.CLEAN, array.status().health());
+        }
+        try (Raid5Array other = Raid5Files.create(paths("other", 3), MEMBER, CONFIG, Raid5Options.defaults())) {
+            other.write(0, ByteBuffer.allocate(4096));                  // another array's members in the same place
+        }
+        Files.write(dir.resolve("notes.txt"), "not a member".getBytes());
+
+        // (Assembling from the list alone would start degraded and record the rebuilt spare as faulty.)
+        try (Raid5Array array = Raid5Files.assemble(members, List.of(dir), Raid5Options.defaults(), false)) {
+            assertEquals(Raid5Status.Health.CLEAN, array.status().health(), array.assemblyProblems().toString());
+            assertEquals(spare.toString(), array.status().members().get(1).device());
+            assertArrayEquals(data, readAll(array));
+            assertTrue(array.assemblyProblems().stream().noneMatch(p -> p.contains("other")),
+                    "another array's files are not this array's business: " + array.assemblyProblems());
+            assertTrue(array.assemblyProblems().stream().anyMatch(p -> p.startsWith(members.get(1) + ": ")),
+                    "the failed member is still reported: " + array.assemblyProblems());
+        }
+    }
+
+    /** A copy of a member lying next to it (a backup) is not taken for a second claimant of its role. */
+    @Test
+    void aCopyOfAMemberIsNotUsed() throws Exception {
+        List<Path> members = paths("m", 3);
+        byte[] data;
+        try (Raid5Array array = Raid5Files.create(members, MEMBER, CONFIG, Raid5Options.defaults())) {
+            data = new byte[(int) array.size()];
+            new Random(6).nextBytes(data);
+            array.write(0, ByteBuffer.wrap(data));
+        }
+        Files.copy(members.get(0), dir.resolve("backup-of-m0.img"));
+        Files.copy(members.get(2), dir.resolve("backup-of-m2.old"));
+        try (Raid5Array array = Raid5Files.assemble(members, List.of(dir), Raid5Options.defaults(), false)) {
+            assertEquals(Raid5Status.Health.CLEAN, array.status().health());
+            for (int role = 0; role < 3; role++) {
+                assertEquals(members.get(role).toString(), array.status().members().get(role).device());
+            }
+            assertArrayEquals(data, readAll(array));
+        }
+    }
+}
