@@ -31,14 +31,13 @@ import org.slf4j.LoggerFactory;
  * <p>Concurrency: FileChannel positional reads and writes are safe from many threads at once and do not
  * serialise on the channel's position. No other state is mutable.
  */
-public final class FileBlockDevice implements BlockDevice {
+public final class FileBlockDevice extends MeteredBlockDevice {
     private static final Logger log = LoggerFactory.getLogger(FileBlockDevice.class);
     private final Path path;
     private final FileChannel channel;
     private final long size;
     private final int blockSize;
     private final boolean readOnly;
-    private final IoStats stats;
     /** 0 unless opened with O_DIRECT: then the alignment the kernel requires of buffer addresses. */
     private final int directAlignment;
     private static final ThreadLocal<ByteBuffer[]> BOUNCE = ThreadLocal.withInitial(() -> new ByteBuffer[1]);
@@ -49,12 +48,12 @@ public final class FileBlockDevice implements BlockDevice {
 
     private FileBlockDevice(Path path, FileChannel channel, long size, int blockSize, boolean readOnly,
             int directAlignment) {
+        super(path.toString());
         this.path = path;
         this.channel = channel;
         this.size = size;
         this.blockSize = blockSize;
         this.readOnly = readOnly;
-        this.stats = new IoStats(path.toString());
         this.directAlignment = directAlignment;
         this.blockLocks = directAlignment == 0 ? null : new java.util.concurrent.locks.ReentrantLock[LOCK_STRIPES];
         if (blockLocks != null) {
@@ -234,21 +233,12 @@ public final class FileBlockDevice implements BlockDevice {
     }
 
     @Override
-    public void read(long offset, ByteBuffer dst) throws IOException {
-        int length = dst.remaining();
-        BlockDevice.checkRange(this, offset, length);
-        long start = stats.startIo();
-        try {
-            if (needsBounce(offset, dst)) {
-                bouncedRead(offset, dst);
-            } else {
-                readFully(offset, dst);
-            }
-        } catch (IOException | RuntimeException e) {
-            stats.endFailed(start);
-            throw e;
+    protected void readBlocks(long offset, ByteBuffer dst) throws IOException {
+        if (needsBounce(offset, dst)) {
+            bouncedRead(offset, dst);
+        } else {
+            readFully(offset, dst);
         }
-        stats.endRead(start, length);
     }
 
     private void readFully(long offset, ByteBuffer dst) throws IOException {
@@ -363,13 +353,11 @@ public final class FileBlockDevice implements BlockDevice {
     }
 
     @Override
-    public void write(long offset, ByteBuffer src) throws IOException {
-        int length = src.remaining();
-        BlockDevice.checkRange(this, offset, length);
+    protected void writeBlocks(long offset, ByteBuffer src) throws IOException {
         if (readOnly) {
             throw new IOException(path + " is open read-only");
         }
-        long start = stats.startIo();
+        int length = src.remaining();
         if (blockLocks != null) {
             lockBlocks(offset, length);
         }
@@ -380,30 +368,19 @@ public final class FileBlockDevice implements BlockDevice {
                 writeFully(offset, src);
             }
         } catch (IOException e) {
-            stats.endFailed(start);
             throw explained(path, e);
-        } catch (RuntimeException e) {
-            stats.endFailed(start);
-            throw e;
         } finally {
             if (blockLocks != null) {
                 unlockBlocks(offset, length);
             }
         }
-        stats.endWrite(start, length);
     }
 
     @Override
-    public void flush() throws IOException {
-        stats.countFlush();
+    protected void flushDevice() throws IOException {
         if (!readOnly) {
             channel.force(false);
         }
-    }
-
-    @Override
-    public IoStats stats() {
-        return stats;
     }
 
     @Override

@@ -10,20 +10,19 @@ import java.nio.ByteBuffer;
  * concurrent calls never disturb each other's positions. Overlapping concurrent writes leave either
  * write's bytes per byte, as a disk would per sector.
  */
-public final class MemoryBlockDevice implements BlockDevice {
+public final class MemoryBlockDevice extends MeteredBlockDevice {
     private final String name;
     private final ByteBuffer data;
     private final int blockSize;
-    private final IoStats stats;
 
     public MemoryBlockDevice(String name, int size, int blockSize) {
+        super(name);
         if (size <= 0 || size % blockSize != 0) {
             throw new IllegalArgumentException("size " + size + " must be a positive multiple of " + blockSize);
         }
         this.name = name;
         this.data = ByteBuffer.allocateDirect(size);
         this.blockSize = blockSize;
-        this.stats = new IoStats(name);
     }
 
     @Override
@@ -47,26 +46,18 @@ public final class MemoryBlockDevice implements BlockDevice {
     }
 
     @Override
-    public void read(long offset, ByteBuffer dst) {
-        int length = dst.remaining();
-        BlockDevice.checkRange(this, offset, length);
-        long start = stats.startIo();
-        dst.put(data.duplicate().position((int) offset).limit((int) offset + length));
-        stats.endRead(start, length);
+    protected void readBlocks(long offset, ByteBuffer dst) {
+        dst.put(data.duplicate().position((int) offset).limit((int) offset + dst.remaining()));
     }
 
     @Override
-    public void write(long offset, ByteBuffer src) {
-        int length = src.remaining();
-        BlockDevice.checkRange(this, offset, length);
-        long start = stats.startIo();
+    protected void writeBlocks(long offset, ByteBuffer src) {
         data.duplicate().position((int) offset).put(src);
-        stats.endWrite(start, length);
     }
 
     @Override
-    public void flush() {
-        stats.countFlush();
+    protected void flushDevice() {
+        // memory needs no flush
     }
 
     @Override
@@ -80,18 +71,11 @@ public final class MemoryBlockDevice implements BlockDevice {
     }
 
     @Override
-    public void discard(long offset, long length) {
-        BlockDevice.checkRange(this, offset, length);
+    protected void discardBlocks(long offset, long length) {
         ByteBuffer view = data.duplicate().position((int) offset);
         for (long i = 0; i < length; i++) {
             view.put((byte) 0);
         }
-        stats.countDiscard(length);
-    }
-
-    @Override
-    public IoStats stats() {
-        return stats;
     }
 
     @Override

@@ -3,6 +3,7 @@ package io.stripestack.crypto;
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.Geometry;
 import io.stripestack.blockdev.IoStats;
+import io.stripestack.blockdev.MeteredBlockDevice;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.LongAdder;
@@ -37,7 +38,7 @@ import org.slf4j.LoggerFactory;
  * <p>Ownership: the layer owns its {@link SectorCipher} and the device below; {@link #close()} zeroes the
  * key and closes the device below.
  */
-public final class CryptoBlockDevice implements BlockDevice {
+public final class CryptoBlockDevice extends MeteredBlockDevice {
     private static final Logger log = LoggerFactory.getLogger(CryptoBlockDevice.class);
     /** Bound of the write pieces (and per-thread write buffers), unless one optimal I/O below is larger. */
     static final int MAX_WRITE_BUFFER = 4 * 1024 * 1024;
@@ -56,7 +57,6 @@ public final class CryptoBlockDevice implements BlockDevice {
     private final Geometry geometry;
     /** Longest piece a write goes down in: a whole number of optimal I/Os (see {@link #maxPieceBytes()}). */
     private final int maxPiece;
-    private final IoStats stats;
     private final LongAdder sectorsEncrypted;
     private final LongAdder sectorsDecrypted;
     private final ThreadLocal<ByteBuffer> writeBuffers = new ThreadLocal<>();
@@ -73,6 +73,7 @@ public final class CryptoBlockDevice implements BlockDevice {
      */
     public CryptoBlockDevice(String name, BlockDevice below, SectorCipher cipher, long offsetSectors,
                              long skipSectors, boolean allowDiscards) {
+        super(name);
         this.name = name;
         this.below = below;
         this.cipher = cipher;
@@ -108,7 +109,6 @@ public final class CryptoBlockDevice implements BlockDevice {
         Geometry belowGeometry = below.geometry();
         this.geometry = geometryAbove(belowGeometry, payloadStart, sectorSize);
         this.maxPiece = maxPiece(geometry.optimalIo());
-        this.stats = new IoStats(name);
         this.sectorsEncrypted = stats.counter("sectors_encrypted");
         this.sectorsDecrypted = stats.counter("sectors_decrypted");
         logAlignment(belowGeometry);
@@ -226,51 +226,34 @@ public final class CryptoBlockDevice implements BlockDevice {
     }
 
     @Override
-    public void read(long offset, ByteBuffer dst) throws IOException {
+    protected void readBlocks(long offset, ByteBuffer dst) throws IOException {
         int length = dst.remaining();
-        checkRequest(offset, length);
         int start = dst.position();
-        long t = stats.startIo();
-        try {
-            below.read(payloadStart + offset, dst);
-            ParallelCipher.run(cipher, false, dst, start, dst, start, length, ivSector(offset));
-        } catch (IOException | RuntimeException e) {
-            stats.endFailed(t);
-            throw e;
-        }
+        below.read(payloadStart + offset, dst);
+        ParallelCipher.run(cipher, false, dst, start, dst, start, length, ivSector(offset));
         sectorsDecrypted.add(length / sectorSize);
-        stats.endRead(t, length);
     }
 
     @Override
-    public void write(long offset, ByteBuffer src) throws IOException {
+    protected void writeBlocks(long offset, ByteBuffer src) throws IOException {
         int length = src.remaining();
-        checkRequest(offset, length);
-        long t = stats.startIo();
-        try {
-            ByteBuffer buffer = writeBuffer(length);
-            int srcIndex = src.position();
-            for (int done = 0; done < length; ) {
-                int n = pieceLength(offset + done, length - done);
-                buffer.clear(); // absolute puts are bounded by the limit the previous write left
-                ParallelCipher.run(cipher, true, src, srcIndex + done, buffer, 0, n, ivSector(offset + done));
-                buffer.limit(n);
-                below.write(payloadStart + offset + done, buffer);
-                done += n;
-            }
-            src.position(src.limit());
-        } catch (IOException | RuntimeException e) {
-            stats.endFailed(t);
-            throw e;
+        ByteBuffer buffer = writeBuffer(length);
+        int srcIndex = src.position();
+        for (int done = 0; done < length; ) {
+            int n = pieceLength(offset + done, length - done);
+            buffer.clear(); // absolute puts are bounded by the limit the previous write left
+            ParallelCipher.run(cipher, true, src, srcIndex + done, buffer, 0, n, ivSector(offset + done));
+            buffer.limit(n);
+            below.write(payloadStart + offset + done, buffer);
+            done += n;
         }
+        src.position(src.limit());
         sectorsEncrypted.add(length / sectorSize);
-        stats.endWrite(t, length);
     }
 
     @Override
-    public void flush() throws IOException {
+    protected void flushDevice() throws IOException {
         below.flush();
-        stats.countFlush();
     }
 
     @Override
@@ -285,19 +268,12 @@ public final class CryptoBlockDevice implements BlockDevice {
     }
 
     @Override
-    public void discard(long offset, long length) throws IOException {
+    protected void discardBlocks(long offset, long length) throws IOException {
         if (!supportsDiscard()) {
             throw new UnsupportedOperationException(name + " does not pass discards down"
                     + (allowDiscards ? " (" + below.name() + " does not support them)" : "; enable allow_discards"));
         }
-        checkRequest(offset, length);
         below.discard(payloadStart + offset, length);
-        stats.countDiscard(length);
-    }
-
-    @Override
-    public IoStats stats() {
-        return stats;
     }
 
     @Override
@@ -322,7 +298,8 @@ public final class CryptoBlockDevice implements BlockDevice {
         return offset / 512 + skipSectors;
     }
 
-    private void checkRequest(long offset, long length) {
+    @Override
+    protected void checkRequest(long offset, long length) {
         if (offset % sectorSize != 0 || length % sectorSize != 0) {
             throw new IllegalArgumentException(name + ": offset " + offset + " / length " + length
                     + " is not a multiple of the " + sectorSize + "-byte crypto sector size");

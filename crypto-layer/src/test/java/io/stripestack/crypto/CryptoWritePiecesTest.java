@@ -35,12 +35,12 @@ class CryptoWritePiecesTest {
         @Override public long size() { return inner.size(); }
         @Override public int logicalBlockSize() { return 512; }
         @Override public Geometry geometry() { return inner.geometry(); }
-        @Override public void read(long offset, ByteBuffer dst) { inner.read(offset, dst); }
-        @Override public synchronized void write(long offset, ByteBuffer src) {
+        @Override public void read(long offset, ByteBuffer dst) throws IOException { inner.read(offset, dst); }
+        @Override public synchronized void write(long offset, ByteBuffer src) throws IOException {
             writes.add(new long[] {offset, src.remaining()});
             inner.write(offset, src);
         }
-        @Override public void flush() { inner.flush(); }
+        @Override public void flush() throws IOException { inner.flush(); }
         @Override public IoStats stats() { return inner.stats(); }
         @Override public void close() throws IOException { inner.close(); }
     }

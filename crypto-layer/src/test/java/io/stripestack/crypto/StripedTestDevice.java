@@ -21,9 +21,9 @@ final class StripedTestDevice implements BlockDevice {
     @Override public long size() { return memory.size(); }
     @Override public int logicalBlockSize() { return memory.logicalBlockSize(); }
     @Override public Geometry geometry() { return geometry; }
-    @Override public void read(long offset, ByteBuffer dst) { memory.read(offset, dst); }
-    @Override public void write(long offset, ByteBuffer src) { memory.write(offset, src); }
-    @Override public void flush() { memory.flush(); }
+    @Override public void read(long offset, ByteBuffer dst) throws IOException { memory.read(offset, dst); }
+    @Override public void write(long offset, ByteBuffer src) throws IOException { memory.write(offset, src); }
+    @Override public void flush() throws IOException { memory.flush(); }
     @Override public IoStats stats() { return memory.stats(); }
     @Override public void close() throws IOException { memory.close(); }
 }

@@ -4,6 +4,7 @@ import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.Geometry;
 import io.stripestack.blockdev.IoStats;
 import io.stripestack.blockdev.MediumErrorException;
+import io.stripestack.blockdev.MeteredBlockDevice;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.List;
@@ -43,7 +44,7 @@ import org.slf4j.LoggerFactory;
  * after an unclean shutdown); the sync keeps at least {@link #syncSpeedMin()} KiB/s and never exceeds
  * {@link #syncSpeedMax()}, yielding to foreground I/O in between.
  */
-public final class Raid5Array implements BlockDevice {
+public final class Raid5Array extends MeteredBlockDevice {
     private static final Logger LOG = LoggerFactory.getLogger(Raid5Array.class);
     /** Memory the automatic stripe cache size aims at; see {@link #defaultStripeCacheRows}. */
     public static final long DEFAULT_STRIPE_CACHE_BYTES = 32L << 20;
@@ -61,7 +62,6 @@ public final class Raid5Array implements BlockDevice {
     private final Geometry ioHints;
     private final List<String> assemblyProblems;
     private final boolean cleanAtOpen;
-    private final IoStats stats;
     private final StripeCache cache;
     private final MemberIoExecutor io;
     private final MemberSet members;
@@ -77,6 +77,7 @@ public final class Raid5Array implements BlockDevice {
     Raid5Array(Md1Superblock template, MemberSet.Member[] roles, List<MemberSet.Member> spareMembers,
                long resumeRecoveryRows, WriteIntentBitmap loadedBitmap, Raid5Options options,
                List<String> assemblyProblems) throws IOException {
+        super(template.setName);
         this.geo = StripeGeometry.of(template);
         this.name = template.setName;
         this.assemblyProblems = List.copyOf(assemblyProblems);
@@ -91,7 +92,6 @@ public final class Raid5Array implements BlockDevice {
         this.ioHints = geo.ioHints();
         this.cache = new StripeCache(geo.members, geo.chunk, options.stripeCacheRows() > 0 ? options.stripeCacheRows()
                 : defaultStripeCacheRows(geo.members, geo.chunk));
-        this.stats = new IoStats(name);
         // Registration order is the order status and the Prometheus text list the counters in.
         for (String counter : LAYER_COUNTERS) {
             stats.counter(counter);
@@ -210,43 +210,26 @@ public final class Raid5Array implements BlockDevice {
         return ioHints;
     }
 
+    /** In range and block-aligned, and the array still open. */
     @Override
-    public IoStats stats() {
-        return stats;
+    protected void checkRequest(long offset, long length) throws IOException {
+        super.checkRequest(offset, length);
+        checkOpen();
     }
 
     @Override
-    public void read(long offset, ByteBuffer dst) throws IOException {
+    protected void readBlocks(long offset, ByteBuffer dst) throws IOException {
         int length = dst.remaining();
-        BlockDevice.checkRange(this, offset, length);
-        checkOpen();
-        long start = stats.startIo();
-        try {
-            if (length > 0) {
-                reads.read(offset, dst, dst.position(), length);
-            }
-            dst.position(dst.limit());
-        } catch (IOException | RuntimeException e) {
-            stats.endFailed(start);
-            throw e;
+        if (length > 0) {
+            reads.read(offset, dst, dst.position(), length);
         }
-        stats.endRead(start, length);
+        dst.position(dst.limit());
     }
 
     @Override
-    public void write(long offset, ByteBuffer src) throws IOException {
-        int length = src.remaining();
-        BlockDevice.checkRange(this, offset, length);
-        checkOpen();
-        long start = stats.startIo();
-        try {
-            writes.write(offset, src, src.position(), length);
-            src.position(src.limit());
-        } catch (IOException | RuntimeException e) {
-            stats.endFailed(start);
-            throw e;
-        }
-        stats.endWrite(start, length);
+    protected void writeBlocks(long offset, ByteBuffer src) throws IOException {
+        writes.write(offset, src, src.position(), src.remaining());
+        src.position(src.limit());
     }
 
     /** Discards always zero: a discarded range reads back as zeros, with parity consistent. */
@@ -266,18 +249,14 @@ public final class Raid5Array implements BlockDevice {
      * space is not released: their contents must stay what parity says.
      */
     @Override
-    public void discard(long offset, long length) throws IOException {
-        BlockDevice.checkRange(this, offset, length);
-        checkOpen();
+    protected void discardBlocks(long offset, long length) throws IOException {
         writes.discard(offset, length);
-        stats.countDiscard(length);
     }
 
     /** Flushes every active member (data and parity); a member whose flush fails is marked faulty. */
     @Override
-    public void flush() throws IOException {
+    protected void flushDevice() throws IOException {
         checkOpen();
-        stats.countFlush();
         members.flush();
     }
 

@@ -56,9 +56,9 @@ final class LuksTestSupport {
             @Override public long size() { return inner.size(); }
             @Override public int logicalBlockSize() { return inner.logicalBlockSize(); }
             @Override public Geometry geometry() { return new Geometry(chunk, optimal, 0, 0); }
-            @Override public void read(long offset, ByteBuffer dst) { inner.read(offset, dst); }
-            @Override public void write(long offset, ByteBuffer src) { inner.write(offset, src); }
-            @Override public void flush() { inner.flush(); }
+            @Override public void read(long offset, ByteBuffer dst) throws IOException { inner.read(offset, dst); }
+            @Override public void write(long offset, ByteBuffer src) throws IOException { inner.write(offset, src); }
+            @Override public void flush() throws IOException { inner.flush(); }
             @Override public IoStats stats() { return inner.stats(); }
             @Override public void close() { inner.close(); }
         };

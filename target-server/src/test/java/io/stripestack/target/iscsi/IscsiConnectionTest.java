@@ -97,7 +97,7 @@ class IscsiConnectionTest {
     }
 
     @Test
-    void writeCollectsImmediateUnsolicitedAndSolicitedDataThenReadsBackSplitByMaxRecvDataSegmentLength() {
+    void writeCollectsImmediateUnsolicitedAndSolicitedDataThenReadsBackSplitByMaxRecvDataSegmentLength() throws Exception {
         IscsiServerSettings settings = IscsiTestInitiator.settings().maxBurstLength(16384).firstBurstLength(8192)
                 .maxOutstandingR2T(2).build();
         try (IscsiTestInitiator i = IscsiTestInitiator.withMemoryLun(settings)) {
@@ -419,7 +419,7 @@ class IscsiConnectionTest {
     }
 
     @Test
-    void wrongDataSnFailsTheCommandWithoutWritingAndKeepsTheSession() {
+    void wrongDataSnFailsTheCommandWithoutWritingAndKeepsTheSession() throws Exception {
         try (IscsiTestInitiator i = IscsiTestInitiator.withMemoryLun(IscsiTestInitiator.settings().build())) {
             i.loginNormal("InitialR2T=Yes", "ImmediateData=No", "MaxRecvDataSegmentLength=512");
             int write = i.scsiCommand(IscsiTestInitiator.write10(100, 2), 1024, false, true, null, true);

@@ -81,7 +81,7 @@ class WriteBufferBudgetTest {
             }
         }
 
-        void assertStored(long lba, byte[] payload) {
+        void assertStored(long lba, byte[] payload) throws java.io.IOException {
             ByteBuffer stored = ByteBuffer.allocate(payload.length);
             i.device.read(lba * BLOCK, stored);
             assertArrayEquals(payload, stored.array(), "LBA " + lba + " holds what was written");
@@ -99,7 +99,7 @@ class WriteBufferBudgetTest {
     }
 
     @Test
-    void manyLargeWritesWaitForBudgetWithoutR2tsAndAllLandIntact() {
+    void manyLargeWritesWaitForBudgetWithoutR2tsAndAllLandIntact() throws Exception {
         try (IscsiTestInitiator i = IscsiTestInitiator.withMemoryLun(settings().build())) {
             i.loginNormal("InitialR2T=Yes", "ImmediateData=No", "MaxBurstLength=262144", "FirstBurstLength=65536");
             Session s = new Session(i);
@@ -140,7 +140,7 @@ class WriteBufferBudgetTest {
     }
 
     @Test
-    void unsolicitedDataOfWaitingWritesUsesTheAllowanceAndBeyondItTheWriteIsAnsweredTaskSetFull() {
+    void unsolicitedDataOfWaitingWritesUsesTheAllowanceAndBeyondItTheWriteIsAnsweredTaskSetFull() throws Exception {
         try (IscsiTestInitiator i = IscsiTestInitiator.withMemoryLun(settings().build())) {
             i.loginNormal("InitialR2T=No", "ImmediateData=Yes", "MaxBurstLength=262144", "FirstBurstLength=65536",
                     "MaxRecvDataSegmentLength=262144");
@@ -186,7 +186,7 @@ class WriteBufferBudgetTest {
     }
 
     @Test
-    void writeLargerThanTheWholeBudgetRunsAloneAndLaterWritesWaitBehindIt() {
+    void writeLargerThanTheWholeBudgetRunsAloneAndLaterWritesWaitBehindIt() throws Exception {
         // half a MiB of budget: the SCSI layer's MAXIMUM TRANSFER LENGTH (1 MiB) is larger
         try (IscsiTestInitiator i = IscsiTestInitiator.withMemoryLun(settings().writeBufferBudget(512 << 10).build())) {
             i.loginNormal("InitialR2T=Yes", "ImmediateData=No", "MaxBurstLength=262144", "FirstBurstLength=65536");
@@ -221,7 +221,7 @@ class WriteBufferBudgetTest {
     }
 
     @Test
-    void abortAndLunResetOfWaitingWritesReturnTheirBudgetAndLaterWritesProceed() {
+    void abortAndLunResetOfWaitingWritesReturnTheirBudgetAndLaterWritesProceed() throws Exception {
         try (IscsiTestInitiator i = IscsiTestInitiator.withMemoryLun(settings().build())) {
             i.loginNormal("InitialR2T=No", "ImmediateData=Yes", "MaxBurstLength=262144", "FirstBurstLength=65536",
                     "MaxRecvDataSegmentLength=262144");

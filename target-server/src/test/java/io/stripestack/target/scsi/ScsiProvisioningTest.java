@@ -7,6 +7,7 @@ import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.Geometry;
 import io.stripestack.blockdev.IoStats;
 import io.stripestack.blockdev.MemoryBlockDevice;
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.concurrent.atomic.LongAdder;
@@ -171,16 +172,16 @@ class ScsiProvisioningTest {
             @Override public long size() { return size; }
             @Override public int logicalBlockSize() { return 512; }
             @Override public Geometry geometry() { return Geometry.simple(512); }
-            @Override public void read(long offset, ByteBuffer dst) {
+            @Override public void read(long offset, ByteBuffer dst) throws IOException {
                 while (dst.hasRemaining()) {
                     dst.put((byte) 0);
                 }
             }
-            @Override public void write(long offset, ByteBuffer src) {
+            @Override public void write(long offset, ByteBuffer src) throws IOException {
                 written.add(src.remaining());
                 src.position(src.limit());
             }
-            @Override public void flush() { }
+            @Override public void flush() throws IOException { }
             @Override public IoStats stats() { return stats; }
             @Override public void close() { }
         };
