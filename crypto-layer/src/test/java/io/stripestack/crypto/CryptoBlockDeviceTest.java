@@ -179,7 +179,7 @@ class CryptoBlockDeviceTest {
         assertEquals(new Geometry(64 * 1024, 192 * 1024, 0, 1024 * 1024), aligned.geometry());
 
         CryptoBlockDevice misaligned = new CryptoBlockDevice("c", below, cipher("aes-xts-plain64", 64, 4096, false, 4),
-                162, 0, false); // 81 KiB, as in seed 004
+                162, 0, false); // 81 KiB, the misalignment the md RAID-5 + dm-crypt thread measured
         Geometry g = misaligned.geometry();
         assertFalse(g.isOptimalIoAligned());
         assertEquals(192 * 1024 - 81 * 1024, g.alignmentOffset());

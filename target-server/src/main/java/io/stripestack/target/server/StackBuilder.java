@@ -32,8 +32,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Turns configuration into BlockDevice chains: opens (or creates) arrays, then builds each LUN's stack
- * bottom-up: base (array, file or RAM), optional crypto, readahead at the top (or, as the seed-004
- * experiment, directly below crypto). The only place that knows every layer.
+ * bottom-up: base (array, file or RAM), optional crypto, readahead at the top (or, as an experiment that
+ * caches ciphertext and decrypts only what is read, directly below crypto). The only place that knows every layer.
  *
  * <p>Used once at start-up by the thread that starts the server.
  */
