@@ -137,6 +137,11 @@ public final class IscsiServer implements AutoCloseable {
         return context.writeBuffers.stats();
     }
 
+    /** Both buffer budgets at once, for status and metrics. */
+    public BufferStats bufferStats() {
+        return new BufferStats(writeBufferStats(), dataInStats());
+    }
+
     /** The Data-In budget's current use and counters (see {@link IscsiServerSettings#dataInBudget()}). */
     public DataInStats dataInStats() {
         return context.dataIn.stats();

@@ -3,6 +3,8 @@ package io.stripestack.target.server;
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.IoStats;
 import io.stripestack.raid5.Raid5Array;
+import io.stripestack.target.iscsi.BufferStats;
+import io.stripestack.target.iscsi.DataInStats;
 import io.stripestack.target.iscsi.WriteBufferStats;
 import java.util.HashMap;
 import java.util.List;
@@ -24,16 +26,16 @@ final class StatusReport {
     private final Map<String, Raid5Array> arrays;
     private final List<LunStack> luns;
     /** The iSCSI server's write buffer budget; null when the report has no iSCSI server to show. */
-    private final Supplier<WriteBufferStats> writeBuffers;
+    private final Supplier<BufferStats> buffers;
     /** The counters each layer had at the previous report, by target/lunN + layer. */
     private final Map<String, long[]> previous = new HashMap<>();
     private long previousNanos = System.nanoTime();
 
-    /** @param writeBuffers the iSCSI server's write buffer statistics, or null for a report without them */
-    StatusReport(Map<String, Raid5Array> arrays, List<LunStack> luns, Supplier<WriteBufferStats> writeBuffers) {
+    /** @param buffers the iSCSI server's buffer budgets, or null for a report without them */
+    StatusReport(Map<String, Raid5Array> arrays, List<LunStack> luns, Supplier<BufferStats> buffers) {
         this.arrays = arrays;
         this.luns = luns;
-        this.writeBuffers = writeBuffers;
+        this.buffers = buffers;
     }
 
     synchronized String render() {
@@ -59,12 +61,18 @@ final class StatusReport {
             }
         }
         out.append('\n');
-        if (writeBuffers != null) {
-            WriteBufferStats w = writeBuffers.get();
+        if (buffers != null) {
+            BufferStats b = buffers.get();
+            WriteBufferStats w = b.writes();
             out.append(String.format(Locale.ROOT,
                     "iSCSI write buffers: %.1f of %.1f MiB in use (peak %.1f), %d writes waiting; since start %d waited, %d refused TASK SET FULL%n",
                     w.bytesInUse() / 1048576.0, w.budgetBytes() / 1048576.0, w.peakBytesInUse() / 1048576.0,
                     w.commandsWaiting(), w.commandsWaited(), w.commandsRefused()));
+            DataInStats r = b.reads();
+            out.append(String.format(Locale.ROOT,
+                    "iSCSI Data-In: %.1f of %.1f MiB held (peak %.1f, %.1f MiB per session); since start %d reads waited for room%n",
+                    r.bytesHeld() / 1048576.0, r.budgetBytes() / 1048576.0, r.peakBytesHeld() / 1048576.0,
+                    r.perSessionBytes() / 1048576.0, r.readsWaited()));
         }
         for (LunStack lun : luns) {
             for (BlockDevice layer : lun.layers()) {
@@ -131,8 +139,8 @@ final class StatusReport {
             out.append("stripestack_array_degraded{array=\"").append(e.getKey()).append("\"} ")
                     .append(e.getValue().status().health().ordinal()).append('\n');
         }
-        if (writeBuffers != null) {
-            WriteBufferStats w = writeBuffers.get();
+        if (buffers != null) {
+            WriteBufferStats w = buffers.get().writes();
             out.append("# TYPE stripestack_write_buffer_bytes gauge\n");
             out.append("stripestack_write_buffer_bytes{kind=\"budget\"} ").append(w.budgetBytes()).append('\n');
             out.append("stripestack_write_buffer_bytes{kind=\"in_use\"} ").append(w.bytesInUse()).append('\n');
@@ -142,6 +150,14 @@ final class StatusReport {
             out.append("# TYPE stripestack_write_buffer_commands_total counter\n");
             out.append("stripestack_write_buffer_commands_total{outcome=\"waited\"} ").append(w.commandsWaited()).append('\n');
             out.append("stripestack_write_buffer_commands_total{outcome=\"refused\"} ").append(w.commandsRefused()).append('\n');
+            DataInStats r = buffers.get().reads();
+            out.append("# TYPE stripestack_data_in_bytes gauge\n");
+            out.append("stripestack_data_in_bytes{kind=\"budget\"} ").append(r.budgetBytes()).append('\n');
+            out.append("stripestack_data_in_bytes{kind=\"per_session\"} ").append(r.perSessionBytes()).append('\n');
+            out.append("stripestack_data_in_bytes{kind=\"held\"} ").append(r.bytesHeld()).append('\n');
+            out.append("stripestack_data_in_bytes{kind=\"peak\"} ").append(r.peakBytesHeld()).append('\n');
+            out.append("# TYPE stripestack_data_in_reads_waited_total counter\n");
+            out.append("stripestack_data_in_reads_waited_total ").append(r.readsWaited()).append('\n');
         }
         return out.toString();
     }

@@ -164,7 +164,7 @@ public final class StripestackServer implements Closeable {
             log.info("target {}: e.g. iscsi-ls -s iscsi://{}/  or  iscsiadm -m discovery -t st -p {}", tc.iqn(),
                     portalText(iscsi.boundAddresses().get(0)), portalText(iscsi.boundAddresses().get(0)));
         }
-        StatusReport status = new StatusReport(arrays, luns, iscsi::writeBufferStats);
+        StatusReport status = new StatusReport(arrays, luns, iscsi::bufferStats);
         registry.setStatusReport(status::render);
         registry.setMetricsReport(status::prometheus);
         admin = new AdminServer(config.server().adminSocket(), registry);

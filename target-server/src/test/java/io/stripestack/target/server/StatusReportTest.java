@@ -10,6 +10,8 @@ import io.stripestack.blockdev.readahead.ReadaheadBudget;
 import io.stripestack.target.config.StripestackConfig.BackingConfig;
 import io.stripestack.target.config.StripestackConfig.LunConfig;
 import io.stripestack.target.config.StripestackConfig.ReadaheadConfig;
+import io.stripestack.target.iscsi.BufferStats;
+import io.stripestack.target.iscsi.DataInStats;
 import io.stripestack.target.iscsi.WriteBufferStats;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -24,7 +26,8 @@ class StatusReportTest {
     @Test
     void writeBufferBudgetAppearsInStatusAndPrometheusText() {
         WriteBufferStats stats = new WriteBufferStats(256L << 20, 64L << 20, 3L << 20, 40L << 20, 2, 17, 5);
-        StatusReport report = new StatusReport(Map.of(), List.of(), () -> stats);
+        DataInStats reads = new DataInStats(256L << 20, 32L << 20, 5L << 20, 30L << 20, 9);
+        StatusReport report = new StatusReport(Map.of(), List.of(), () -> new BufferStats(stats, reads));
         String status = report.render();
         assertTrue(status.contains("iSCSI write buffers: 3.0 of 256.0 MiB in use (peak 40.0), 2 writes waiting; "
                 + "since start 17 waited, 5 refused TASK SET FULL"), status);
@@ -33,6 +36,10 @@ class StatusReportTest {
         assertTrue(prometheus.contains("stripestack_write_buffer_bytes{kind=\"budget\"} " + (256L << 20) + "\n"), prometheus);
         assertTrue(prometheus.contains("stripestack_write_buffer_commands_waiting 2\n"), prometheus);
         assertTrue(prometheus.contains("stripestack_write_buffer_commands_total{outcome=\"refused\"} 5\n"), prometheus);
+        assertTrue(status.contains("iSCSI Data-In: 5.0 of 256.0 MiB held (peak 30.0, 32.0 MiB per session); "
+                + "since start 9 reads waited for room"), status);
+        assertTrue(prometheus.contains("stripestack_data_in_bytes{kind=\"held\"} " + (5L << 20) + "\n"), prometheus);
+        assertTrue(prometheus.contains("stripestack_data_in_reads_waited_total 9\n"), prometheus);
 
         StatusReport withoutIscsi = new StatusReport(Map.of(), List.of(), null);
         assertFalse(withoutIscsi.render().contains("write buffers"));
