@@ -25,11 +25,7 @@ class Raid5AssembleTest {
     Path dir;
 
     private List<Path> paths(String prefix, int n) {
-        List<Path> paths = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            paths.add(dir.resolve(prefix + i + ".img"));
-        }
-        return paths;
+        return MemberFiles.paths(dir, prefix, n);
     }
 
     private byte[] createWithData(List<Path> paths, long seed) throws Exception {

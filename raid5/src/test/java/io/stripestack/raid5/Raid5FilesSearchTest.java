@@ -22,11 +22,7 @@ class Raid5FilesSearchTest {
     Path dir;
 
     private List<Path> paths(String prefix, int n) {
-        List<Path> paths = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            paths.add(dir.resolve(prefix + i + ".img"));
-        }
-        return paths;
+        return MemberFiles.paths(dir, prefix, n);
     }
 
     private static byte[] readAll(Raid5Array array) throws Exception {

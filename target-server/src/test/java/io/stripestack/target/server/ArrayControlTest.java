@@ -3,6 +3,8 @@ package io.stripestack.target.server;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static io.stripestack.target.testing.AdminAttributes.get;
+import static io.stripestack.target.testing.AdminAttributes.waitFor;
 
 import io.stripestack.target.config.ConfigLoader;
 import io.stripestack.target.config.StripestackConfig;
@@ -14,7 +16,6 @@ import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Random;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -26,20 +27,6 @@ import org.junit.jupiter.api.io.TempDir;
 class ArrayControlTest {
     @TempDir
     Path dir;
-
-    private static String get(Path socket, String attribute) throws IOException {
-        return AdminServer.request(socket, "get " + attribute).trim();
-    }
-
-    private static void waitFor(Path socket, String attribute, String value) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (!get(socket, attribute).equals(value)) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError(attribute + " never became " + value + ":\n" + AdminServer.request(socket, "status"));
-            }
-            Thread.sleep(50);
-        }
-    }
 
     @Test
     void failRebuildCheckRemoveAdd() throws Exception {

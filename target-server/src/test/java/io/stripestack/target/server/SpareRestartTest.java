@@ -2,17 +2,17 @@ package io.stripestack.target.server;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static io.stripestack.target.testing.AdminAttributes.get;
+import static io.stripestack.target.testing.AdminAttributes.waitFor;
 
 import io.stripestack.raid5.Raid5Status;
 import io.stripestack.target.config.ConfigLoader;
 import io.stripestack.target.config.StripestackConfig;
 import io.stripestack.target.control.AdminServer;
-import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Random;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -23,20 +23,6 @@ import org.junit.jupiter.api.io.TempDir;
 class SpareRestartTest {
     @TempDir
     Path dir;
-
-    private static String get(Path socket, String attribute) throws IOException {
-        return AdminServer.request(socket, "get " + attribute).trim();
-    }
-
-    private static void waitFor(Path socket, String attribute, String value) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (!get(socket, attribute).equals(value)) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError(attribute + " never became " + value + ":\n" + AdminServer.request(socket, "status"));
-            }
-            Thread.sleep(50);
-        }
-    }
 
     private StripestackConfig config(String spares) throws Exception {
         return ConfigLoader.parse("spares.yaml", """
