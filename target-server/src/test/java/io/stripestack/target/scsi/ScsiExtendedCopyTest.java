@@ -15,7 +15,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /**
- * EXTENDED COPY(LID1) and RECEIVE COPY RESULTS (SPC-4 6.4, 6.18) between the LUNs of one target: parameter lists built byte by byte as an initiator
+ * EXTENDED COPY(LID1) and RECEIVE COPY RESULTS (SPC-4 6.4, 6.18) between the LUNs of one target, and the
+ * Third-party Copy VPD page that describes the copy manager: parameter lists built byte by byte as an initiator
  * (VMware, sg_xcopy, libiscsi) sends them, the copied blocks read back with READ.
  */
 class ScsiExtendedCopyTest {
@@ -388,7 +389,7 @@ class ScsiExtendedCopyTest {
         }
     }
 
-    // ---- RECEIVE COPY RESULTS
+    // ---- RECEIVE COPY RESULTS and the Third-party Copy VPD page
 
     @Test
     void copyStatusIsKeptPerNexusAndListIdentifierUntilTheSessionEnds() {
@@ -428,6 +429,40 @@ class ScsiExtendedCopyTest {
             assertArrayEquals(new byte[] {0x02, (byte) 0xE4}, Arrays.copyOfRange(d, 44, 46));
             assertArrayEquals(Arrays.copyOf(d, 10), h.run(receiveCopyResults(0x03, 0, 10)).assertGood().data(),
                     "cut to the allocation length");
+        }
+    }
+
+    @Test
+    void thirdPartyCopyPageDescribesTheSameCopyManager() {
+        try (ScsiHarness h = twoLuns()) {
+            byte[] d = h.run(inquiry(true, 0x8F, 1024)).assertGood().data();
+            assertEquals(0x8F, d[1] & 0xff);
+            assertEquals(d.length - 4, Cdb.u16(d, 2), "PAGE LENGTH");
+            List<Integer> types = new ArrayList<>();
+            for (int at = 4; at < d.length; at += 4 + Cdb.u16(d, at + 2)) {
+                int type = Cdb.u16(d, at);
+                int length = Cdb.u16(d, at + 2);
+                assertEquals(0, length % 4, "descriptor 0x" + Integer.toHexString(type) + " padded to four bytes");
+                types.add(type);
+                byte[] body = Arrays.copyOfRange(d, at + 4, at + 4 + length);
+                switch (type) {
+                    case 0x0001 -> assertArrayEquals(new byte[] {7, (byte) 0x83, 1, 0x00, (byte) 0x84, 2, 0x00, 0x03},
+                            body, "Supported Commands: EXTENDED COPY(LID1), COPY STATUS, OPERATING PARAMETERS");
+                    case 0x0004 -> {
+                        assertEquals(CopyParameterList.MAX_TARGET_DESCRIPTORS, Cdb.u16(body, 4));
+                        assertEquals(CopyParameterList.MAX_SEGMENT_DESCRIPTORS, Cdb.u16(body, 6));
+                        assertEquals(CopyParameterList.MAX_DESCRIPTOR_LIST_LENGTH, Cdb.u32(body, 8));
+                    }
+                    case 0x0008 -> assertArrayEquals(new byte[] {2, 0x02, (byte) 0xE4}, Arrays.copyOf(body, 3));
+                    case 0x000C -> assertEquals(0, Cdb.u16(body, 0), "no CSCD descriptor IDs");
+                    case 0x8001 -> {
+                        assertEquals(0xFFFFL * BLOCK, Cdb.u32(body, 8), "MAXIMUM SEGMENT LENGTH");
+                        assertEquals(9, body[12], "DATA SEGMENT GRANULARITY");
+                    }
+                    default -> fail("unexpected descriptor type 0x" + Integer.toHexString(type));
+                }
+            }
+            assertEquals(List.of(0x0001, 0x0004, 0x0008, 0x000C, 0x8001), types);
         }
     }
 }
