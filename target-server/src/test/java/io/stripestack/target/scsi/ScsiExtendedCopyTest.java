@@ -11,6 +11,9 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
@@ -410,6 +413,48 @@ class ScsiExtendedCopyTest {
             h.run(NEXUS_A, 1, receiveCopyResults(0x00, 1, 1024), null).assertInvalidFieldInCdb(2);
             h.target.nexusRemoved(NEXUS_A);
             h.run(receiveCopyResults(0x00, 1, 1024)).assertInvalidFieldInCdb(2);
+        }
+    }
+
+    /** A second copy of one nexus with the list identifier of a running copy is refused; others are not. */
+    @Test
+    void aListIdentifierInUseByARunningCopyIsRefusedAsOperationInProgress() throws Exception {
+        CountDownLatch reading = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        BlockDevice slow = new ShapedBlockDevice(new MemoryBlockDevice("m0", MIB, BLOCK), Geometry.simple(BLOCK), true) {
+            @Override
+            public void read(long offset, ByteBuffer dst) throws IOException {
+                if (offset == 0) {
+                    reading.countDown();
+                    try {
+                        assertTrue(release.await(10, TimeUnit.SECONDS));
+                    } catch (InterruptedException e) {
+                        throw new IOException(e);
+                    }
+                }
+                super.read(offset, dst);
+            }
+        };
+        try (ScsiHarness h = twoLuns(slow, new MemoryBlockDevice("m1", MIB, BLOCK), false)) {
+            List<byte[]> targets = List.of(identifies(lun(h, 0)), identifies(lun(h, 1)));
+            byte[] list = parameterList(3, CopyParameterList.HOLD_STATUS, targets, List.of(segment(0, 1, 8, 0, 0)));
+            CompletableFuture<Result> running = CompletableFuture.supplyAsync(() -> xcopy(h, list));
+            assertTrue(reading.await(10, TimeUnit.SECONDS), "the first copy reads its source");
+            try {
+                byte[] status = h.run(receiveCopyResults(0x00, 3, 64)).assertGood().data();
+                assertEquals(0x00, status[4], "COPY MANAGER STATUS: in progress");
+                xcopy(h, list).assertCheck(SenseException.ILLEGAL_REQUEST, 0x00, 0x16);
+                byte[] otherList = parameterList(4, CopyParameterList.HOLD_STATUS, targets,
+                        List.of(segment(0, 1, 8, 8, 8)));
+                xcopy(h, otherList).assertGood();
+                byte[] sameIdOfAnotherNexus = parameterList(3, CopyParameterList.HOLD_STATUS, targets,
+                        List.of(segment(0, 1, 8, 16, 16)));
+                xcopy(h, NEXUS_B, 0, sameIdOfAnotherNexus).assertGood();
+            } finally {
+                release.countDown();
+            }
+            running.get(10, TimeUnit.SECONDS).assertGood();
+            assertEquals(0x01, h.run(receiveCopyResults(0x00, 3, 64)).assertGood().data()[4], "completed");
         }
     }
 
