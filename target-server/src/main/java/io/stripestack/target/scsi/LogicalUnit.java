@@ -96,7 +96,7 @@ public final class LogicalUnit {
         this.lowestAlignedLba = (int) ((g.alignmentOffset() % physical) / blockSize);
         this.offersUnmap = device.supportsDiscard() && !readOnly;
 
-        // Last: the families read the identity and geometry set above.
+        // The families read the identity and geometry set above.
         this.spc = new SpcCommands(this, modePages, unitAttentions);
         this.sbc = new SbcCommands(this, modePages);
         this.copyManager = new CopyManager(copyTargets, blockSize);
