@@ -166,6 +166,14 @@ final class CommandTable {
         persistentReserveOut(Reservations.SA_PREEMPT, "PREEMPT");
         persistentReserveOut(Reservations.SA_PREEMPT_AND_ABORT, "PREEMPT AND ABORT");
         persistentReserveOut(Reservations.SA_REGISTER_AND_IGNORE, "REGISTER AND IGNORE EXISTING KEY");
+        add("EXTENDED COPY(LID1)", Opcodes.EXTENDED_COPY, Opcodes.SA_EXTENDED_COPY_LID1, WRITE, 0,
+                "1f 00 00 00 00 00 00 00 00 ff ff ff ff 00 00", (u, c, b) -> u.copyManager().extendedCopy(c, b));
+        // RECEIVE COPY RESULTS reports on copies, which read the medium: judged as a read.
+        add("RECEIVE COPY RESULTS / COPY STATUS", Opcodes.RECEIVE_COPY_RESULTS, Opcodes.SA_COPY_STATUS, READ, 0,
+                "1f ff 00 00 00 00 00 00 00 ff ff ff ff 00 00", (u, c, b) -> u.copyManager().copyStatus(c, b));
+        add("RECEIVE COPY RESULTS / RECEIVE COPY OPERATING PARAMETERS", Opcodes.RECEIVE_COPY_RESULTS,
+                Opcodes.SA_RECEIVE_COPY_OPERATING_PARAMETERS, READ, 0, "1f 00 00 00 00 00 00 00 00 ff ff ff ff 00 00",
+                (u, c, b) -> u.copyManager().operatingParameters(c, b));
         add("READ(16)", Opcodes.READ_16, READ, 0, "f8 ff ff ff ff ff ff ff ff ff ff ff ff 00 00",
                 (u, c, b) -> u.sbc().readWithFlags(c, b, Cdb.u64(b, 2), Cdb.u32(b, 10), 10));
         add("COMPARE AND WRITE", Opcodes.COMPARE_AND_WRITE, WRITE, 0, "f8 ff ff ff ff ff ff ff ff 00 00 00 ff 00 00",

@@ -2,8 +2,8 @@ package io.stripestack.target.scsi;
 
 /**
  * Builds the INQUIRY data of a logical unit: standard data (SPC-4 6.6.2) and the VPD pages Supported
- * Pages (0x00), Unit Serial Number (0x80), Device Identification (0x83), Block Limits (0xB0), Block Device
- * Characteristics (0xB1) and Logical Block Provisioning (0xB2, only when UNMAP is offered).
+ * Pages (0x00), Unit Serial Number (0x80), Device Identification (0x83), Third-party Copy (0x8F), Block Limits
+ * (0xB0), Block Device Characteristics (0xB1) and Logical Block Provisioning (0xB2, only when UNMAP is offered).
  *
  * <p>Every page depends only on values fixed at construction, so the logical unit builds each once and
  * serves copies of the bytes; nothing here is shared mutable state.
@@ -15,6 +15,7 @@ final class InquiryData {
     static final int VPD_SUPPORTED_PAGES = 0x00;
     static final int VPD_UNIT_SERIAL_NUMBER = 0x80;
     static final int VPD_DEVICE_IDENTIFICATION = 0x83;
+    static final int VPD_THIRD_PARTY_COPY = 0x8F;
     static final int VPD_BLOCK_LIMITS = 0xB0;
     static final int VPD_BLOCK_DEVICE_CHARACTERISTICS = 0xB1;
     static final int VPD_LOGICAL_BLOCK_PROVISIONING = 0xB2;
@@ -33,6 +34,7 @@ final class InquiryData {
         d[2] = 0x06;              // VERSION: SPC-4
         d[3] = 0x12;              // HISUP=1, RESPONSE DATA FORMAT=2
         d[4] = (byte) (d.length - 5);
+        d[5] = 0x08;              // 3PC: the unit has a copy manager (EXTENDED COPY)
         d[7] = 0x02;              // CMDQUE: full task management model
         Cdb.putAscii(d, 8, id.vendorId(), 8);
         Cdb.putAscii(d, 16, id.productId(), 16);
@@ -55,10 +57,11 @@ final class InquiryData {
 
     static byte[] supportedPages(boolean provisioning) {
         int[] pages = provisioning
-                ? new int[] {VPD_SUPPORTED_PAGES, VPD_UNIT_SERIAL_NUMBER, VPD_DEVICE_IDENTIFICATION, VPD_BLOCK_LIMITS,
-                    VPD_BLOCK_DEVICE_CHARACTERISTICS, VPD_LOGICAL_BLOCK_PROVISIONING}
-                : new int[] {VPD_SUPPORTED_PAGES, VPD_UNIT_SERIAL_NUMBER, VPD_DEVICE_IDENTIFICATION, VPD_BLOCK_LIMITS,
-                    VPD_BLOCK_DEVICE_CHARACTERISTICS};
+                ? new int[] {VPD_SUPPORTED_PAGES, VPD_UNIT_SERIAL_NUMBER, VPD_DEVICE_IDENTIFICATION,
+                    VPD_THIRD_PARTY_COPY, VPD_BLOCK_LIMITS, VPD_BLOCK_DEVICE_CHARACTERISTICS,
+                    VPD_LOGICAL_BLOCK_PROVISIONING}
+                : new int[] {VPD_SUPPORTED_PAGES, VPD_UNIT_SERIAL_NUMBER, VPD_DEVICE_IDENTIFICATION,
+                    VPD_THIRD_PARTY_COPY, VPD_BLOCK_LIMITS, VPD_BLOCK_DEVICE_CHARACTERISTICS};
         byte[] d = new byte[4 + pages.length];
         d[1] = VPD_SUPPORTED_PAGES;
         Cdb.put16(d, 2, pages.length);
@@ -103,6 +106,63 @@ final class InquiryData {
         d[p + 1] = (byte) 0x94;   // PIV=1, association: target port, designator type: relative target port
         d[p + 3] = 4;
         Cdb.put16(d, p + 6, 1);
+        return d;
+    }
+
+    /**
+     * Third-party Copy (SPC-4 7.8.17): the copy manager's descriptors Supported Commands (EXTENDED COPY(LID1),
+     * RECEIVE COPY RESULTS' COPY STATUS and OPERATING PARAMETERS), Parameter Data, Supported Descriptors,
+     * Supported CSCD Descriptor IDs (none) and General Copy Operations, with the limits of
+     * {@link CopyParameterList} and {@link CopyManager} that RECEIVE COPY OPERATING PARAMETERS reports too.
+     */
+    static byte[] thirdPartyCopy(int blockSize) {
+        byte[] supportedCommands = {3 + 4,
+            (byte) Opcodes.EXTENDED_COPY, 1, Opcodes.SA_EXTENDED_COPY_LID1,
+            (byte) Opcodes.RECEIVE_COPY_RESULTS, 2, Opcodes.SA_COPY_STATUS,
+            Opcodes.SA_RECEIVE_COPY_OPERATING_PARAMETERS};
+        byte[] parameterData = new byte[28];
+        Cdb.put16(parameterData, 4, CopyParameterList.MAX_TARGET_DESCRIPTORS);
+        Cdb.put16(parameterData, 6, CopyParameterList.MAX_SEGMENT_DESCRIPTORS);
+        Cdb.put32(parameterData, 8, CopyParameterList.MAX_DESCRIPTOR_LIST_LENGTH);
+        // MAXIMUM INLINE DATA LENGTH (bytes 12-15): 0.
+        byte[] supportedDescriptors = {2, CopyParameterList.BLOCK_TO_BLOCK,
+            (byte) CopyParameterList.IDENTIFICATION_DESCRIPTOR};
+        byte[] supportedCscdIds = new byte[2]; // SUPPORTED CSCD IDS LIST LENGTH 0
+        byte[] generalCopyOperations = new byte[32];
+        Cdb.put32(generalCopyOperations, 0, CopyManager.CONCURRENT_COPIES);   // TOTAL CONCURRENT COPIES
+        Cdb.put32(generalCopyOperations, 4, CopyManager.CONCURRENT_COPIES);   // MAXIMUM IDENTIFIED CONCURRENT COPIES
+        Cdb.put32(generalCopyOperations, 8, CopyManager.maxSegmentBytes(blockSize));
+        generalCopyOperations[12] = (byte) Integer.numberOfTrailingZeros(blockSize); // DATA SEGMENT GRANULARITY
+        // INLINE DATA GRANULARITY (byte 13): 0.
+        byte[][] descriptors = {
+            thirdPartyCopyDescriptor(0x0001, supportedCommands),
+            thirdPartyCopyDescriptor(0x0004, parameterData),
+            thirdPartyCopyDescriptor(0x0008, supportedDescriptors),
+            thirdPartyCopyDescriptor(0x000C, supportedCscdIds),
+            thirdPartyCopyDescriptor(0x8001, generalCopyOperations),
+        };
+        int length = 4;
+        for (byte[] descriptor : descriptors) {
+            length += descriptor.length;
+        }
+        byte[] d = new byte[length];
+        d[1] = (byte) VPD_THIRD_PARTY_COPY;
+        Cdb.put16(d, 2, length - 4);
+        int at = 4;
+        for (byte[] descriptor : descriptors) {
+            System.arraycopy(descriptor, 0, d, at, descriptor.length);
+            at += descriptor.length;
+        }
+        return d;
+    }
+
+    /** A third-party copy descriptor: type, length, and {@code body} padded to a multiple of four bytes. */
+    private static byte[] thirdPartyCopyDescriptor(int type, byte[] body) {
+        int padded = (body.length + 3) & ~3;
+        byte[] d = new byte[4 + padded];
+        Cdb.put16(d, 0, type);
+        Cdb.put16(d, 2, padded);
+        System.arraycopy(body, 0, d, 4, body.length);
         return d;
     }
 

@@ -6,8 +6,9 @@ import io.stripestack.blockdev.Geometry;
 /**
  * One SCSI logical unit (SBC-3 direct-access block device) over a {@link BlockDevice}: the entry point that
  * reports unit attentions, checks reservations and dispatches each command through {@link CommandTable} to
- * its family, {@link SpcCommands} (the unit's own commands), {@link SbcCommands} (the medium's) or
- * {@link Reservations}, which answer with status and fixed-format sense data.
+ * its family, {@link SpcCommands} (the unit's own commands), {@link SbcCommands} (the medium's),
+ * {@link Reservations} or {@link CopyManager} (EXTENDED COPY between the units of its {@link CopyTargets}), which
+ * answer with status and fixed-format sense data.
  *
  * <p>Concurrency: {@link #execute} runs on many worker threads at once; the device is thread-safe.
  * <ul>
@@ -15,7 +16,9 @@ import io.stripestack.blockdev.Geometry;
  *   <li>Mode pages: {@link ModePages} (volatile WCE and SWP, MODE SELECT serialized on its monitor).</li>
  *   <li>Unit attentions: {@link UnitAttentions} (per-nexus queues with their own monitors).</li>
  *   <li>Reservations: {@link Reservations} (all state under its monitor, checked once per command).</li>
- *   <li>COMPARE AND WRITE and ORWRITE atomicity: the write-order lock of {@link SbcCommands}.</li>
+ *   <li>COMPARE AND WRITE and ORWRITE atomicity: the write-order lock of {@link SbcCommands}, which EXTENDED
+ *       COPY takes too when this unit is its destination.</li>
+ *   <li>Copy statuses for RECEIVE COPY RESULTS: {@link CopyManager} (under its own monitor).</li>
  * </ul>
  */
 public final class LogicalUnit {
@@ -54,13 +57,26 @@ public final class LogicalUnit {
     private final Reservations reservations = new Reservations();
     private final SpcCommands spc;
     private final SbcCommands sbc;
+    private final CopyManager copyManager;
 
     /**
+     * A unit whose EXTENDED COPY reaches only itself.
+     *
      * @param device   the top of the LUN's stack; its size must be a whole number of logical blocks
      * @param identity INQUIRY strings, serial number and NAA designator
      * @param readOnly whether writes are refused with DATA PROTECT / WRITE PROTECTED
      */
     public LogicalUnit(BlockDevice device, LogicalUnitIdentity identity, boolean readOnly) {
+        this(device, identity, readOnly, new CopyTargets());
+    }
+
+    /**
+     * A unit that joins {@code copyTargets}: its EXTENDED COPY reaches every unit there, and theirs reach it.
+     *
+     * @param copyTargets the registry of the LUNs of this unit's iSCSI target; a unit with the same NAA
+     *                    designator there is refused
+     */
+    public LogicalUnit(BlockDevice device, LogicalUnitIdentity identity, boolean readOnly, CopyTargets copyTargets) {
         this.device = device;
         this.identity = identity;
         this.readOnly = readOnly;
@@ -80,9 +96,12 @@ public final class LogicalUnit {
         this.lowestAlignedLba = (int) ((g.alignmentOffset() % physical) / blockSize);
         this.offersUnmap = device.supportsDiscard() && !readOnly;
 
-        // Last: the families read the identity and geometry set above.
+        // The families read the identity and geometry set above.
         this.spc = new SpcCommands(this, modePages, unitAttentions);
         this.sbc = new SbcCommands(this, modePages);
+        this.copyManager = new CopyManager(copyTargets, blockSize);
+        // Last, complete: the registry publishes the unit to the worker threads.
+        copyTargets.add(this);
     }
 
     public BlockDevice device() {
@@ -156,6 +175,10 @@ public final class LogicalUnit {
 
     SbcCommands sbc() {
         return sbc;
+    }
+
+    CopyManager copyManager() {
+        return copyManager;
     }
 
     // ------------------------------------------------------------------------------------------------

@@ -32,6 +32,8 @@ final class Opcodes {
     static final int MODE_SENSE_10 = 0x5A;
     static final int PERSISTENT_RESERVE_IN = 0x5E;
     static final int PERSISTENT_RESERVE_OUT = 0x5F;
+    static final int EXTENDED_COPY = 0x83;
+    static final int RECEIVE_COPY_RESULTS = 0x84;
     static final int READ_16 = 0x88;
     static final int COMPARE_AND_WRITE = 0x89;
     static final int WRITE_16 = 0x8A;
@@ -56,4 +58,10 @@ final class Opcodes {
     static final int SA_GET_LBA_STATUS = 0x12;
     /** MAINTENANCE IN service action. */
     static final int SA_REPORT_SUPPORTED_OPERATION_CODES = 0x0C;
+    /** EXTENDED COPY service action: the LID1 parameter list (one-byte list identifiers). */
+    static final int SA_EXTENDED_COPY_LID1 = 0x00;
+    /** RECEIVE COPY RESULTS service action. */
+    static final int SA_COPY_STATUS = 0x00;
+    /** RECEIVE COPY RESULTS service action. */
+    static final int SA_RECEIVE_COPY_OPERATING_PARAMETERS = 0x03;
 }

@@ -59,27 +59,37 @@ final class Reservations {
         if (!anyReservation) {
             return false;
         }
-        synchronized (this) {
-            if (reserveHolder != null) {
-                return !reserveHolder.equals(nexus) && (rules == null || !rules.is(CommandTable.PASSES_RESERVE));
-            }
-            if (persistentType == 0) {
-                return false;
-            }
-            Access access = rules == null ? Access.WRITE : rules.access().of(cdb);
-            if (access == Access.ALLOWED || isPersistentHolder(nexus)) {
-                return false;
-            }
-            boolean registered = registrations.containsKey(nexus);
-            return switch (persistentType) {
-                case WRITE_EXCLUSIVE -> access == Access.WRITE;
-                case EXCLUSIVE_ACCESS -> true;
-                case WRITE_EXCLUSIVE_REGISTRANTS_ONLY, WRITE_EXCLUSIVE_ALL_REGISTRANTS ->
-                        !registered && access == Access.WRITE;
-                case EXCLUSIVE_ACCESS_REGISTRANTS_ONLY, EXCLUSIVE_ACCESS_ALL_REGISTRANTS -> !registered;
-                default -> false;
-            };
+        return rules == null ? conflicts(nexus, false, Access.WRITE)
+                : conflicts(nexus, rules.is(CommandTable.PASSES_RESERVE), rules.access().of(cdb));
+    }
+
+    /**
+     * Whether {@code nexus} would get RESERVATION CONFLICT for a command with {@code access} that does not pass
+     * RESERVE(6/10): how an EXTENDED COPY addressed to another unit is judged on this one as a copy target.
+     */
+    boolean conflicts(String nexus, Access access) {
+        return anyReservation && conflicts(nexus, false, access);
+    }
+
+    private synchronized boolean conflicts(String nexus, boolean passesReserve, Access access) {
+        if (reserveHolder != null) {
+            return !reserveHolder.equals(nexus) && !passesReserve;
         }
+        if (persistentType == 0) {
+            return false;
+        }
+        if (access == Access.ALLOWED || isPersistentHolder(nexus)) {
+            return false;
+        }
+        boolean registered = registrations.containsKey(nexus);
+        return switch (persistentType) {
+            case WRITE_EXCLUSIVE -> access == Access.WRITE;
+            case EXCLUSIVE_ACCESS -> true;
+            case WRITE_EXCLUSIVE_REGISTRANTS_ONLY, WRITE_EXCLUSIVE_ALL_REGISTRANTS ->
+                    !registered && access == Access.WRITE;
+            case EXCLUSIVE_ACCESS_REGISTRANTS_ONLY, EXCLUSIVE_ACCESS_ALL_REGISTRANTS -> !registered;
+            default -> false;
+        };
     }
 
     private boolean isPersistentHolder(String nexus) {

@@ -27,7 +27,9 @@ import org.slf4j.LoggerFactory;
  * makes COMPARE AND WRITE and ORWRITE atomic. Every command that modifies the medium holds its read
  * (shared) lock for the duration of its device writes, so ordinary writes run in parallel; COMPARE AND
  * WRITE and ORWRITE hold the write (exclusive) lock from their read to their write, so no other write can
- * land between the two. No other lock is held during device I/O.
+ * land between the two. No other lock is held during device I/O. {@link CopyManager} reads and writes a copy
+ * target's medium through {@link #readBlocks}, {@link #writeShared} and {@link #flushIfWriteThrough}, so its
+ * writes follow the same rule.
  */
 final class SbcCommands {
     private static final Logger log = LoggerFactory.getLogger(SbcCommands.class);
@@ -528,7 +530,8 @@ final class SbcCommands {
         }
     }
 
-    private void writeShared(ScsiCommand cmd, long lba, long blocks, ByteBuf data, int index, int bytes) {
+    /** Writes under the shared write-order lock; also the copy manager's path onto a destination unit. */
+    void writeShared(ScsiCommand cmd, long lba, long blocks, ByteBuf data, int index, int bytes) {
         long stamp = writeOrder.readLock();
         try {
             writeDevice(cmd, lba, blocks, data, index, bytes);
@@ -561,7 +564,7 @@ final class SbcCommands {
     }
 
     /** Makes the writes just done durable when FUA asks for it or the Caching mode page says write-through (WCE=0). */
-    private void flushIfWriteThrough(boolean fua) {
+    void flushIfWriteThrough(boolean fua) {
         if (fua || !modePages.writeCacheEnabled()) {
             flush();
         }
@@ -577,7 +580,7 @@ final class SbcCommands {
     }
 
     /** Reads {@code blocks} blocks at {@code lba} into {@code buffer} from its index 0; a failure is MEDIUM ERROR. */
-    private void readBlocks(long lba, long blocks, ByteBuf buffer) {
+    void readBlocks(long lba, long blocks, ByteBuf buffer) {
         try {
             device.read(lba * blockSize, buffer.internalNioBuffer(0, (int) blocks * blockSize));
         } catch (IOException e) {

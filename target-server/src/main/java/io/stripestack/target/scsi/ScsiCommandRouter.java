@@ -20,7 +20,7 @@ public interface ScsiCommandRouter {
     /** A new I_T nexus logged in (a power-on/reset unit attention may be queued for it). */
     void nexusAdded(String nexus);
 
-    /** The session ended: drop the nexus's unit attentions and RESERVE(6/10) reservations it held. */
+    /** The session ended: drop the nexus's unit attentions, copy statuses and RESERVE(6/10) reservations it held. */
     void nexusRemoved(String nexus);
 
     /**

@@ -151,6 +151,7 @@ public final class ScsiTarget implements ScsiCommandRouter {
         for (LogicalUnit unit : units) {
             unit.unitAttentions().forget(nexus);
             unit.reservations().nexusLost(nexus);
+            unit.copyManager().nexusLost(nexus);
         }
     }
 

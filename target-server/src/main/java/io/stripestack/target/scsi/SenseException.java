@@ -18,6 +18,7 @@ final class SenseException extends RuntimeException {
     static final int ILLEGAL_REQUEST = 0x5;
     static final int UNIT_ATTENTION = 0x6;
     static final int DATA_PROTECT = 0x7;
+    static final int COPY_ABORTED = 0xA;
     static final int ABORTED_COMMAND = 0xB;
     static final int MISCOMPARE = 0xE;
 
@@ -90,6 +91,47 @@ final class SenseException extends RuntimeException {
     /** SAVING PARAMETERS NOT SUPPORTED (0x39/0x00). */
     static SenseException savingParametersNotSupported() {
         return of(ILLEGAL_REQUEST, 0x39, 0x00, "saved mode pages not supported");
+    }
+
+    /** TOO MANY TARGET DESCRIPTORS (0x26/0x06): an EXTENDED COPY names more copy targets than the limit. */
+    static SenseException tooManyTargetDescriptors() {
+        return of(ILLEGAL_REQUEST, 0x26, 0x06, "too many target descriptors");
+    }
+
+    /** UNSUPPORTED TARGET DESCRIPTOR TYPE CODE (0x26/0x07), field pointer at the descriptor's type code. */
+    static SenseException unsupportedTargetDescriptorType(int byteIndex) {
+        return new SenseException(ILLEGAL_REQUEST, 0x26, 0x07, 0, false, fieldPointer(false, byteIndex, -1),
+                "unsupported target descriptor type at parameter byte " + byteIndex);
+    }
+
+    /** TOO MANY SEGMENT DESCRIPTORS (0x26/0x08). */
+    static SenseException tooManySegmentDescriptors() {
+        return of(ILLEGAL_REQUEST, 0x26, 0x08, "too many segment descriptors");
+    }
+
+    /** UNSUPPORTED SEGMENT DESCRIPTOR TYPE CODE (0x26/0x09), field pointer at the descriptor's type code. */
+    static SenseException unsupportedSegmentDescriptorType(int byteIndex) {
+        return new SenseException(ILLEGAL_REQUEST, 0x26, 0x09, 0, false, fieldPointer(false, byteIndex, -1),
+                "unsupported segment descriptor type at parameter byte " + byteIndex);
+    }
+
+    /** OPERATION IN PROGRESS (0x00/0x16): an EXTENDED COPY of the same nexus runs with the same list identifier. */
+    static SenseException operationInProgress() {
+        return of(ILLEGAL_REQUEST, 0x00, 0x16, "operation in progress");
+    }
+
+    /** COPY ABORTED / UNREACHABLE COPY TARGET (0x08/0x04): a segment names a target descriptor the list lacks. */
+    static SenseException unreachableCopyTarget() {
+        return of(COPY_ABORTED, 0x08, 0x04, "unreachable copy target");
+    }
+
+    /**
+     * COPY ABORTED / COPY TARGET DEVICE NOT REACHABLE (0x0D/0x02): a copy target is not among the logical units
+     * the copy manager reaches, or it refused or failed the copy's I/O (a range outside its medium, a read or
+     * write error); the answer Linux LIO gives for the same conditions.
+     */
+    static SenseException copyTargetDeviceNotReachable(String detail) {
+        return of(COPY_ABORTED, 0x0D, 0x02, detail);
     }
 
     /** INVALID RELEASE OF PERSISTENT RESERVATION (0x26/0x04). */

@@ -20,6 +20,7 @@ final class SpcCommands {
     private final byte[] supportedVpdPages;
     private final byte[] unitSerialNumber;
     private final byte[] deviceIdentification;
+    private final byte[] thirdPartyCopy;
     private final byte[] blockLimits;
     private final byte[] blockDeviceCharacteristics;
     private final byte[] logicalBlockProvisioning;
@@ -34,6 +35,7 @@ final class SpcCommands {
         this.supportedVpdPages = InquiryData.supportedPages(unit.offersUnmap());
         this.unitSerialNumber = InquiryData.unitSerialNumber(identity);
         this.deviceIdentification = InquiryData.deviceIdentification(identity);
+        this.thirdPartyCopy = InquiryData.thirdPartyCopy(unit.blockSize());
         this.blockLimits = InquiryData.blockLimits(unit);
         this.blockDeviceCharacteristics = InquiryData.blockDeviceCharacteristics();
         this.logicalBlockProvisioning = unit.offersUnmap()
@@ -72,6 +74,7 @@ final class SpcCommands {
             case InquiryData.VPD_SUPPORTED_PAGES -> supportedVpdPages;
             case InquiryData.VPD_UNIT_SERIAL_NUMBER -> unitSerialNumber;
             case InquiryData.VPD_DEVICE_IDENTIFICATION -> deviceIdentification;
+            case InquiryData.VPD_THIRD_PARTY_COPY -> thirdPartyCopy;
             case InquiryData.VPD_BLOCK_LIMITS -> blockLimits;
             case InquiryData.VPD_BLOCK_DEVICE_CHARACTERISTICS -> blockDeviceCharacteristics;
             case InquiryData.VPD_LOGICAL_BLOCK_PROVISIONING -> logicalBlockProvisioning;

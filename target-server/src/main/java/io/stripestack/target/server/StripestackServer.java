@@ -19,6 +19,7 @@ import io.stripestack.target.control.MetricsEndpoint;
 import io.stripestack.target.iscsi.IscsiServer;
 import io.stripestack.target.iscsi.IscsiServerSettings;
 import io.stripestack.target.iscsi.IscsiTargetDefinition;
+import io.stripestack.target.scsi.CopyTargets;
 import io.stripestack.target.scsi.LogicalUnit;
 import io.stripestack.target.scsi.LogicalUnitIdentity;
 import io.stripestack.target.scsi.ScsiTarget;
@@ -126,6 +127,7 @@ public final class StripestackServer implements Closeable {
         readaheadBudget = new ReadaheadBudget(config.server().readaheadBudget());
         for (TargetConfig tc : config.targets()) {
             Map<Long, LogicalUnit> units = new LinkedHashMap<>();
+            CopyTargets copyTargets = new CopyTargets(); // EXTENDED COPY reaches the LUNs of its own target only
             for (LunConfig lc : tc.luns()) {
                 var backing = lc.backing();
                 boolean baseIsNew = backing.ram() || (backing.array() != null ? createdArrays.contains(backing.array())
@@ -141,7 +143,8 @@ public final class StripestackServer implements Closeable {
                     throw e;
                 }
                 luns.add(stack);
-                units.put((long) lc.lun(), new LogicalUnit(stack.top(), identity(tc, lc, base), lc.readOnly()));
+                units.put((long) lc.lun(),
+                        new LogicalUnit(stack.top(), identity(tc, lc, base), lc.readOnly(), copyTargets));
                 registerLunControls(stack);
                 log.info("target {} LUN {}: {} bytes, {}", tc.iqn(), lc.lun(), stack.top().size(), describe(stack));
             }

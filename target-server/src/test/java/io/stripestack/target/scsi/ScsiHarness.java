@@ -10,6 +10,7 @@ import io.netty.buffer.UnpooledByteBufAllocator;
 import io.stripestack.blockdev.BlockDevice;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -34,8 +35,17 @@ final class ScsiHarness implements AutoCloseable {
     }
 
     ScsiHarness(LogicalUnit unit) {
-        this.unit = unit;
-        this.target = new ScsiTarget(Map.of(0L, unit));
+        this(List.of(unit));
+    }
+
+    /** A target whose LUN {@code i} is {@code units.get(i)}; {@link #unit} is LUN 0. */
+    ScsiHarness(List<LogicalUnit> units) {
+        this.unit = units.get(0);
+        Map<Long, LogicalUnit> byLun = new HashMap<>();
+        for (int i = 0; i < units.size(); i++) {
+            byLun.put((long) i, units.get(i));
+        }
+        this.target = new ScsiTarget(byLun);
     }
 
     /** The result of one command, with Data-In copied out. */

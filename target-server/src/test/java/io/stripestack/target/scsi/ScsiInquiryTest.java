@@ -33,6 +33,7 @@ class ScsiInquiryTest {
             assertEquals(0x02, d[3] & 0x0f, "response data format 2");
             assertEquals(0x10, d[3] & 0x10, "HISUP");
             assertEquals(d.length - 5, d[4] & 0xff, "ADDITIONAL LENGTH");
+            assertEquals(0x08, d[5] & 0x08, "3PC: EXTENDED COPY offered");
             assertEquals(0x02, d[7] & 0x02, "CMDQUE");
             assertEquals("STRIPSTK", ascii(d, 8, 8));
             assertEquals("stripestack LUN ", ascii(d, 16, 16));
@@ -67,12 +68,13 @@ class ScsiInquiryTest {
         try (ScsiHarness h = harness(Geometry.simple(512), true, 512)) {
             byte[] d = h.run(inquiry(true, 0x00, 255)).assertGood().data();
             assertEquals(0x00, d[1]);
-            assertArrayEquals(new byte[] {0x00, (byte) 0x80, (byte) 0x83, (byte) 0xB0, (byte) 0xB1, (byte) 0xB2},
+            assertArrayEquals(new byte[] {0x00, (byte) 0x80, (byte) 0x83, (byte) 0x8F, (byte) 0xB0, (byte) 0xB1,
+                (byte) 0xB2},
                     Arrays.copyOfRange(d, 4, 4 + Cdb.u16(d, 2)));
         }
         try (ScsiHarness h = harness(Geometry.simple(512), false, 512)) {
             byte[] d = h.run(inquiry(true, 0x00, 255)).assertGood().data();
-            assertArrayEquals(new byte[] {0x00, (byte) 0x80, (byte) 0x83, (byte) 0xB0, (byte) 0xB1},
+            assertArrayEquals(new byte[] {0x00, (byte) 0x80, (byte) 0x83, (byte) 0x8F, (byte) 0xB0, (byte) 0xB1},
                     Arrays.copyOfRange(d, 4, 4 + Cdb.u16(d, 2)));
             h.run(inquiry(true, 0xB2, 255)).assertInvalidFieldInCdb(2);
         }
