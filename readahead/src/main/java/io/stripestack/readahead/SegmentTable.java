@@ -1,4 +1,4 @@
-package io.stripestack.blockdev.readahead;
+package io.stripestack.readahead;
 
 /**
  * Segment number to {@link Segment}, open addressing with linear probing: lookups on the read path box

@@ -1,4 +1,4 @@
-package io.stripestack.blockdev.readahead;
+package io.stripestack.readahead;
 
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.Geometry;
@@ -21,8 +21,9 @@ import org.slf4j.LoggerFactory;
  * ahead of them asynchronously into segments of a shared {@link ReadaheadBudget}, and serves later reads
  * from those segments. See docs/readahead.md for the algorithm and its defaults.
  *
- * <p>Streams: up to {@value #MAX_STREAMS} per device, so interleaved sequential readers (several
- * sessions, or several threads of one initiator) each keep their own state. A read starting exactly where
+ * <p>Streams (the policy alone is {@link StreamDetector}): up to {@value #MAX_STREAMS} per device, so
+ * interleaved sequential readers (several sessions, or several threads of one initiator) each keep their
+ * own state. A read starting exactly where
  * a stream's furthest read ended continues it; once the stream reads ahead, so does one starting up to
  * four requests before that point (queued reads of one initiator arrive slightly out of order), though it
  * issues nothing unless it ends beyond the furthest read. Anything else starts a candidate stream, which
@@ -66,7 +67,7 @@ public final class ReadaheadBlockDevice implements BlockDevice {
     private static final Logger log = LoggerFactory.getLogger(ReadaheadBlockDevice.class);
 
     /** Sequential streams tracked per device. */
-    public static final int MAX_STREAMS = 16;
+    public static final int MAX_STREAMS = StreamDetector.MAX_STREAMS;
     /** Prefetch threads per device unless the constructor is told otherwise. */
     public static final int DEFAULT_PREFETCH_THREADS = 2;
     /** The floor of the default window: the kernel's default read_ahead_kb. */
@@ -101,9 +102,21 @@ public final class ReadaheadBlockDevice implements BlockDevice {
     private final Segment[] run;
     /** The most segments one prefetch read spans: {@link #PREFETCH_READ_BYTES} or a stripe, within maxTransfer. */
     private final int maxRunSegments;
-    private final Stream[] streams = new Stream[MAX_STREAMS];
+    /** Which reads form streams and which windows they want; guarded by the lock. */
+    private final StreamDetector streams;
+    /** How this device carries out the detector's decisions: {@link #issue} and {@link #dropRange}. */
+    private final StreamDetector.Prefetcher streamActions = new StreamDetector.Prefetcher() {
+        @Override
+        public long prefetch(long from, long to) {
+            return issue(from, to);
+        }
+
+        @Override
+        public void abandon(long from, long to) {
+            dropRange(from / segmentBytes, (to - 1) / segmentBytes, true);
+        }
+    };
     private final ThreadPoolExecutor prefetcher;
-    private long tick;
     private boolean closed;
     /** Written under the lock; read without it only by {@link #readAheadKb()}. */
     private volatile long readAheadBytes;
@@ -139,9 +152,7 @@ public final class ReadaheadBlockDevice implements BlockDevice {
         this.sweep = new Segment[budget.segmentCount()];
         this.run = new Segment[budget.segmentCount()];
         this.maxRunSegments = prefetchReadSegments(below.geometry(), budget);
-        for (int i = 0; i < streams.length; i++) {
-            streams[i] = new Stream();
-        }
+        this.streams = new StreamDetector(size, segmentBytes, maxRunSegments);
         this.readAheadBytes = defaultReadAheadBytes(below.geometry(), budget);
         AtomicInteger threadNumber = new AtomicInteger();
         this.prefetcher = new ThreadPoolExecutor(prefetchThreads, prefetchThreads, 0, TimeUnit.SECONDS,
@@ -204,9 +215,7 @@ public final class ReadaheadBlockDevice implements BlockDevice {
         lock.lock();
         try {
             readAheadBytes = kb * 1024;
-            for (Stream stream : streams) {
-                stream.clear();
-            }
+            streams.clear();
             dropRange(0, (size - 1) / segmentBytes, false);
         } finally {
             lock.unlock();
@@ -349,7 +358,7 @@ public final class ReadaheadBlockDevice implements BlockDevice {
             if (readAheadBytes == 0 || closed) {
                 return false;
             }
-            followStreams(offset, end, length);
+            streams.onRead(offset, length, readAheadBytes, streamActions);
             while (true) {
                 Segment queued = null;
                 boolean loading = false;
@@ -429,70 +438,6 @@ public final class ReadaheadBlockDevice implements BlockDevice {
         }
     }
 
-    /** Finds or starts the read's stream and issues the next window when the reader has entered the last one. */
-    private void followStreams(long offset, long end, int length) {
-        long limit = readAheadBytes;
-        Stream stream = streamContinuedBy(offset, length);
-        if (stream == null) {
-            stream = victimStream();
-            retire(stream);
-            stream.start(offset, end, ++tick);
-            return;
-        }
-        stream.lastUse = ++tick;
-        long furthest = stream.next;
-        stream.next = Math.max(furthest, end);
-        boolean rampStart = stream.window == 0;
-        if (length >= limit || end <= furthest || (!rampStart && end <= stream.triggerAt)) {
-            return;
-        }
-        long window = rampStart ? initialWindow(length, limit) : nextWindow(stream.window, limit);
-        long from = Math.max(stream.prefetchEnd, end / segmentBytes * segmentBytes);
-        long to = Math.min(from + window, size);
-        if (from >= to) {
-            return;
-        }
-        long issuedTo = issue(from, to);
-        if (issuedTo > from) {
-            // The kernel's mark: entering this window issues the next. Once a stream has read two full
-            // windows, a window that is one prefetch read moves the mark back to the previous window, so
-            // two reads stay queued ahead of the reader: unlike the kernel's, our reader waits for a thread
-            // hand-off at every read it catches up with. (Not before: an initiator's reordered reads start
-            // short-lived extra streams, which must not each run that far ahead.)
-            boolean oneRead = window <= (long) maxRunSegments * segmentBytes;
-            boolean established = end - stream.startedAt >= 2 * limit;
-            stream.triggerAt = oneRead && established && !rampStart ? stream.windowStart : from;
-            stream.windowStart = from;
-            stream.window = window;
-            stream.prefetchEnd = issuedTo;
-        }
-    }
-
-    /** The kernel's initial window: the request rounded up to a power of two, times 4 or 2 while small. */
-    private long initialWindow(int length, long limit) {
-        long size = Long.highestOneBit(length);
-        if (size < length) {
-            size <<= 1;
-        }
-        if (size <= limit / 32) {
-            size *= 4;
-        } else if (size <= limit / 4) {
-            size *= 2;
-        } else {
-            size = limit;
-        }
-        long segments = (size + segmentBytes - 1) / segmentBytes;
-        return Math.min(limit, segments * segmentBytes);
-    }
-
-    /** The kernel's next window: four times the last while under 1/16 of the limit, else twice, up to the limit. */
-    private static long nextWindow(long window, long limit) {
-        if (window < limit / 16) {
-            return 4 * window;
-        }
-        return window <= limit / 2 ? 2 * window : limit;
-    }
-
     /**
      * Queues prefetches of the segments of {@code [from, to)} not yet held, adjacent ones in runs of up to
      * {@link #maxRunSegments} read with one read below, in device order; returns where it stopped.
@@ -530,41 +475,6 @@ public final class ReadaheadBlockDevice implements BlockDevice {
             i += got;
         }
         return to;
-    }
-
-    private Stream streamContinuedBy(long offset, int length) {
-        for (Stream stream : streams) {
-            if (stream.continuedBy(offset, length)) {
-                return stream;
-            }
-        }
-        return null;
-    }
-
-    /** An unused slot, else the least recently used candidate, else the least recently used stream. */
-    private Stream victimStream() {
-        Stream candidate = null;
-        Stream any = null;
-        for (Stream stream : streams) {
-            if (!stream.active) {
-                return stream;
-            }
-            if (stream.window == 0 && (candidate == null || stream.lastUse < candidate.lastUse)) {
-                candidate = stream;
-            }
-            if (any == null || stream.lastUse < any.lastUse) {
-                any = stream;
-            }
-        }
-        return candidate != null ? candidate : any;
-    }
-
-    /** Gives back what a stream being replaced prefetched and never read. */
-    private void retire(Stream stream) {
-        if (stream.active && stream.prefetchEnd > stream.next) {
-            dropRange(stream.next / segmentBytes, (stream.prefetchEnd - 1) / segmentBytes, true);
-        }
-        stream.clear();
     }
 
     // ---- invalidation and segment release ----
@@ -725,53 +635,5 @@ public final class ReadaheadBlockDevice implements BlockDevice {
     @Override
     public String toString() {
         return "readahead(" + name + ", read_ahead_kb=" + readAheadKb() + ")";
-    }
-
-    /** Per-stream readahead state; guarded by the device lock. */
-    private static final class Stream {
-        static final int REORDER_REQUESTS = 4;
-        boolean active;
-        long lastUse;
-        /** Where the stream's first read started. */
-        long startedAt;
-        /** End of the furthest read of the stream. */
-        long next;
-        /** Size of the most recent window; 0 while the stream is only a candidate. */
-        long window;
-        /** A read ending beyond it issues the next window: the start of the most recent one, or of the one before. */
-        long triggerAt;
-        /** Start of the most recent window. */
-        long windowStart;
-        /** End of the prefetched range. */
-        long prefetchEnd;
-
-        void start(long offset, long end, long now) {
-            active = true;
-            lastUse = now;
-            startedAt = offset;
-            next = end;
-            window = 0;
-            triggerAt = 0;
-            windowStart = 0;
-            prefetchEnd = 0;
-        }
-
-        /**
-         * Exactly where the stream's furthest read ended, or, once it reads ahead, up to
-         * {@value #REORDER_REQUESTS} requests before it: one initiator's queued reads arrive slightly out of
-         * order. Such a late read extends the stream only if it ends beyond the furthest read.
-         */
-        boolean continuedBy(long offset, int length) {
-            if (!active) {
-                return false;
-            }
-            return offset == next || (window > 0 && offset < next && offset >= next - (long) REORDER_REQUESTS * length);
-        }
-
-        void clear() {
-            active = false;
-            window = 0;
-            prefetchEnd = 0;
-        }
     }
 }

@@ -1,4 +1,4 @@
-package io.stripestack.blockdev.readahead;
+package io.stripestack.readahead;
 
 import java.nio.ByteBuffer;
 

@@ -1,4 +1,4 @@
-package io.stripestack.blockdev.readahead;
+package io.stripestack.readahead;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;

@@ -1,4 +1,4 @@
-package io.stripestack.blockdev.readahead;
+package io.stripestack.readahead;
 
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.FileBlockDevice;
@@ -46,7 +46,9 @@ import java.util.concurrent.locks.LockSupport;
  * Run it both with and without {@code --baseline-budget-first} (see the constructor).
  */
 public final class ReadaheadBench {
-    private static final String PACKAGE = "io.stripestack.blockdev.readahead.";
+    private static final String PACKAGE = "io.stripestack.readahead.";
+    /** Where the stage lived in builds from before the readahead module, which still serve as baselines. */
+    private static final String BLOCKDEV_PACKAGE = "io.stripestack.blockdev.readahead.";
     private static final int KIB = 1024;
     private static final int MIB = 1024 * KIB;
     private static final long DEFAULT_REGION_BYTES = 32L * MIB;
@@ -93,10 +95,10 @@ public final class ReadaheadBench {
 
     private Object newBaselineBudget() throws IOException {
         try {
-            return baselineLoader.loadClass(PACKAGE + "ReadaheadBudget").getConstructor(long.class).newInstance(BUDGET_BYTES);
+            return baselineLoader.loadClass(baselineLoader.stagePackage + "ReadaheadBudget").getConstructor(long.class).newInstance(BUDGET_BYTES);
         } catch (ReflectiveOperationException e) {
-            throw new IOException("--baseline " + baselineClasses + " holds no usable " + PACKAGE
-                    + "ReadaheadBudget(long); point it at a blockdev build's classes directory", e);
+            throw new IOException("--baseline " + baselineClasses + " holds no usable " + baselineLoader.stagePackage
+                    + "ReadaheadBudget(long); point it at a readahead (or older blockdev) build's classes directory", e);
         }
     }
 
@@ -189,17 +191,23 @@ public final class ReadaheadBench {
     }
 
     /**
-     * Loads this package from another build's classes ahead of the current build's (the rest of blockdev
-     * comes from the current build), so both stages run side by side in one process.
+     * Loads the readahead package from another build's classes ahead of the current build's (blockdev
+     * comes from the current build), so both stages run side by side in one process. A build from before
+     * the readahead module has the stage in {@value #BLOCKDEV_PACKAGE}, which is then loaded instead.
      */
     private static final class BaselineLoader extends URLClassLoader {
+        final String stagePackage;
+
         BaselineLoader(Path classes) throws IOException {
             super(new URL[] {classes.toUri().toURL()}, ReadaheadBench.class.getClassLoader());
+            boolean blockdevBuild = !Files.isDirectory(classes.resolve(PACKAGE.replace('.', '/')))
+                    && Files.isDirectory(classes.resolve(BLOCKDEV_PACKAGE.replace('.', '/')));
+            this.stagePackage = blockdevBuild ? BLOCKDEV_PACKAGE : PACKAGE;
         }
 
         @Override
         protected Class<?> loadClass(String name, boolean resolve) throws ClassNotFoundException {
-            if (!name.startsWith(PACKAGE)) {
+            if (!name.startsWith(stagePackage)) {
                 return super.loadClass(name, resolve);
             }
             synchronized (getClassLoadingLock(name)) {
@@ -218,7 +226,7 @@ public final class ReadaheadBench {
     /** The baseline build's stage over {@code member}, on that build's own budget, driven reflectively outside the timed loops. */
     private Stage baselineStage(BlockDevice member) throws IOException {
         try {
-            Class<?> deviceClass = baselineLoader.loadClass(PACKAGE + "ReadaheadBlockDevice");
+            Class<?> deviceClass = baselineLoader.loadClass(baselineLoader.stagePackage + "ReadaheadBlockDevice");
             BlockDevice device = (BlockDevice) deviceClass.getConstructor(BlockDevice.class, baselineBudget.getClass())
                     .newInstance(member, baselineBudget);
             Method setReadAheadKb = deviceClass.getMethod("setReadAheadKb", long.class);
@@ -240,8 +248,9 @@ public final class ReadaheadBench {
                 }
             };
         } catch (ReflectiveOperationException e) {
-            throw new IOException("--baseline " + baselineClasses + " holds no usable " + PACKAGE
-                    + "ReadaheadBlockDevice(BlockDevice, ReadaheadBudget); point it at a blockdev build's classes directory", e);
+            throw new IOException("--baseline " + baselineClasses + " holds no usable " + baselineLoader.stagePackage
+                    + "ReadaheadBlockDevice(BlockDevice, ReadaheadBudget); point it at a readahead (or older blockdev) build's"
+                    + " classes directory", e);
         }
     }
 

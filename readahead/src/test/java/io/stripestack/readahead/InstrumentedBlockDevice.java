@@ -1,4 +1,4 @@
-package io.stripestack.blockdev.readahead;
+package io.stripestack.readahead;
 
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.Geometry;
