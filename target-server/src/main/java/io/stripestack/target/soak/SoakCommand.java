@@ -2,9 +2,9 @@ package io.stripestack.target.soak;
 
 import io.stripestack.target.config.ConfigLoader;
 import io.stripestack.target.config.Sizes;
-import io.stripestack.target.initiator.InitiatorOptions;
-import io.stripestack.target.initiator.IscsiInitiator;
-import io.stripestack.target.initiator.IscsiUrl;
+import io.stripestack.initiator.InitiatorOptions;
+import io.stripestack.initiator.IscsiInitiator;
+import io.stripestack.initiator.IscsiUrl;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;

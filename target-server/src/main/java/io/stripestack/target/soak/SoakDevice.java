@@ -1,7 +1,7 @@
 package io.stripestack.target.soak;
 
 import io.stripestack.blockdev.BlockDevice;
-import io.stripestack.target.initiator.IscsiInitiator;
+import io.stripestack.initiator.IscsiInitiator;
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.ByteBuffer;

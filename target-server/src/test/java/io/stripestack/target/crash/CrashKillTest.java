@@ -5,9 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import io.stripestack.target.initiator.InitiatorOptions;
-import io.stripestack.target.initiator.IscsiInitiator;
-import io.stripestack.target.initiator.IscsiUrl;
+import io.stripestack.initiator.InitiatorOptions;
+import io.stripestack.initiator.IscsiInitiator;
+import io.stripestack.initiator.IscsiUrl;
 import io.stripestack.target.soak.BlockPattern;
 import io.stripestack.target.soak.GenerationTable;
 import io.stripestack.target.soak.SoakDevice;

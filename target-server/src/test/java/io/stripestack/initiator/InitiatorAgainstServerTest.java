@@ -1,4 +1,4 @@
-package io.stripestack.target.initiator;
+package io.stripestack.initiator;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;

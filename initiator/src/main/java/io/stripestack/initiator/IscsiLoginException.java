@@ -1,4 +1,4 @@
-package io.stripestack.target.initiator;
+package io.stripestack.initiator;
 
 import java.io.IOException;
 
