@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.stripestack.blockdev.FaultInjectingBlockDevice;
+import io.stripestack.testkit.FaultInjectingBlockDevice;
 import io.stripestack.blockdev.Geometry;
 import io.stripestack.blockdev.MemoryBlockDevice;
 import java.io.IOException;
