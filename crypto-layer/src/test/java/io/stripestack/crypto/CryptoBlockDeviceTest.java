@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.stripestack.blockdev.BlockDevice;
-import io.stripestack.blockdev.FaultInjectingBlockDevice;
+import io.stripestack.testkit.FaultInjectingBlockDevice;
 import io.stripestack.blockdev.FileBlockDevice;
 import io.stripestack.blockdev.Geometry;
 import io.stripestack.blockdev.MemoryBlockDevice;

@@ -24,12 +24,15 @@ import java.util.concurrent.locks.LockSupport;
  * is filled, {@link Batch#run() run} (the caller executes the last piece itself and parks until the pool
  * has done the others) and reused for that thread's next request: no per-request allocation besides
  * the buffer views the caller creates.
+ *
+ * <p>Public only so that the bench's RAID-0 baseline ({@code io.stripestack.bench.raid5.Raid0Array}) runs its
+ * member I/O exactly as RAID-5 does; no other module uses it.
  */
-final class MemberIoExecutor implements AutoCloseable {
+public final class MemberIoExecutor implements AutoCloseable {
     private final ThreadPoolExecutor pool;
     private final ThreadLocal<Batch> batches = ThreadLocal.withInitial(Batch::new);
 
-    MemberIoExecutor(String arrayName, int threads) {
+    public MemberIoExecutor(String arrayName, int threads) {
         AtomicInteger counter = new AtomicInteger();
         ThreadFactory factory = r -> {
             Thread t = new Thread(r, "stripestack-" + arrayName + "-member-io-" + counter.incrementAndGet());
@@ -41,12 +44,12 @@ final class MemberIoExecutor implements AutoCloseable {
         pool.prestartAllCoreThreads();
     }
 
-    static int defaultThreads(int members) {
+    public static int defaultThreads(int members) {
         return Math.max(4, Math.min(64, 2 * members));
     }
 
     /** The calling thread's batch, emptied. */
-    Batch batch() {
+    public Batch batch() {
         Batch b = batches.get();
         b.clear();
         b.executor = this;
@@ -59,7 +62,7 @@ final class MemberIoExecutor implements AutoCloseable {
     }
 
     /** A list of member I/Os run together; see the class comment for ownership. */
-    static final class Batch {
+    public static final class Batch {
         private MemberIoExecutor executor;
         private int count;
         private int[] member = new int[16];
@@ -72,7 +75,7 @@ final class MemberIoExecutor implements AutoCloseable {
         private final AtomicInteger remaining = new AtomicInteger();
         private volatile Thread owner;
 
-        void clear() {
+        public void clear() {
             for (int i = 0; i < count; i++) {
                 buffer[i] = null;
                 device[i] = null;
@@ -81,11 +84,11 @@ final class MemberIoExecutor implements AutoCloseable {
             count = 0;
         }
 
-        int size() {
+        public int size() {
             return count;
         }
 
-        void add(int memberIndex, BlockDevice dev, long memberOffset, ByteBuffer buf, boolean isWrite) {
+        public void add(int memberIndex, BlockDevice dev, long memberOffset, ByteBuffer buf, boolean isWrite) {
             if (count == member.length) {
                 grow();
             }
@@ -109,7 +112,7 @@ final class MemberIoExecutor implements AutoCloseable {
         }
 
         /** Runs every piece, in parallel when there are several; errors are kept per piece. */
-        void run() {
+        public void run() {
             if (count == 0) {
                 return;
             }
@@ -160,7 +163,7 @@ final class MemberIoExecutor implements AutoCloseable {
             return member[i];
         }
 
-        IOException error(int i) {
+        public IOException error(int i) {
             return error[i];
         }
 

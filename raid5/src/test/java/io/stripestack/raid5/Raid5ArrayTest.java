@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import io.stripestack.blockdev.BlockDevice;
-import io.stripestack.blockdev.FaultInjectingBlockDevice;
+import io.stripestack.testkit.FaultInjectingBlockDevice;
 import io.stripestack.blockdev.MediumErrorException;
 import io.stripestack.blockdev.MemoryBlockDevice;
 import java.nio.ByteBuffer;
@@ -602,5 +602,13 @@ class Raid5ArrayTest {
                 DATA_OFFSET_SECTORS), Raid5Options.defaults(), false)) {
             assertParityConsistent(members, chunk, 6);
         }
+    }
+
+    /** Moved here from Raid0ArrayTest, which left for the bench module with Raid0Array. */
+    @Test
+    void automaticStripeCacheSizeFitsThirtyTwoMebibytes() {
+        assertEquals(16, Raid5Array.defaultStripeCacheRows(4, 512 * 1024));
+        assertEquals(256, Raid5Array.defaultStripeCacheRows(3, 4096));
+        assertEquals(4, Raid5Array.defaultStripeCacheRows(16, 4 << 20));
     }
 }

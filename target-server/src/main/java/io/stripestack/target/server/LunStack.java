@@ -1,7 +1,7 @@
 package io.stripestack.target.server;
 
 import io.stripestack.blockdev.BlockDevice;
-import io.stripestack.blockdev.readahead.ReadaheadBlockDevice;
+import io.stripestack.readahead.ReadaheadBlockDevice;
 import io.stripestack.crypto.CryptoBlockDevice;
 import io.stripestack.target.config.StripestackConfig.LunConfig;
 import java.util.ArrayList;

@@ -1,7 +1,7 @@
 package io.stripestack.target.server;
 
 import io.stripestack.blockdev.BlockDevice;
-import io.stripestack.blockdev.readahead.ReadaheadBudget;
+import io.stripestack.readahead.ReadaheadBudget;
 import io.stripestack.raid5.Raid5Array;
 import io.stripestack.raid5.Raid5Files;
 import io.stripestack.raid5.Raid5Options;

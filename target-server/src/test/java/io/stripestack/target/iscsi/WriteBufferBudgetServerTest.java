@@ -6,10 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.util.ResourceLeakDetector;
 import io.stripestack.blockdev.MemoryBlockDevice;
-import io.stripestack.target.initiator.InitiatorOptions;
-import io.stripestack.target.initiator.IscsiInitiator;
-import io.stripestack.target.initiator.IscsiUrl;
-import io.stripestack.target.initiator.ScsiCommandException;
+import io.stripestack.initiator.InitiatorOptions;
+import io.stripestack.initiator.IscsiInitiator;
+import io.stripestack.initiator.IscsiUrl;
+import io.stripestack.initiator.ScsiCommandException;
 import io.stripestack.target.scsi.LogicalUnit;
 import io.stripestack.target.scsi.LogicalUnitIdentity;
 import io.stripestack.target.scsi.ScsiCommand;

@@ -3,7 +3,7 @@ package io.stripestack.target.scsi;
 import static io.stripestack.target.scsi.ScsiHarness.*;
 import static org.junit.jupiter.api.Assertions.*;
 
-import io.stripestack.blockdev.FaultInjectingBlockDevice;
+import io.stripestack.testkit.FaultInjectingBlockDevice;
 import io.stripestack.blockdev.Geometry;
 import io.stripestack.blockdev.MemoryBlockDevice;
 import java.io.IOException;

@@ -9,7 +9,7 @@ import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.util.internal.PlatformDependent;
 import io.stripestack.blockdev.BlockDevice;
-import io.stripestack.blockdev.FaultInjectingBlockDevice;
+import io.stripestack.testkit.FaultInjectingBlockDevice;
 import io.stripestack.blockdev.Geometry;
 import io.stripestack.blockdev.MemoryBlockDevice;
 import java.io.IOException;

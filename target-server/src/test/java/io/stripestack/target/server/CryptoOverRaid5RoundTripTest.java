@@ -4,8 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.stripestack.blockdev.readahead.ReadaheadBlockDevice;
-import io.stripestack.blockdev.readahead.ReadaheadBudget;
+import io.stripestack.readahead.ReadaheadBlockDevice;
+import io.stripestack.readahead.ReadaheadBudget;
 import io.stripestack.crypto.CryptSpec;
 import io.stripestack.crypto.CryptoBlockDevice;
 import io.stripestack.crypto.SectorCipher;

@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.stripestack.blockdev.MemoryBlockDevice;
-import io.stripestack.blockdev.readahead.ReadaheadBlockDevice;
-import io.stripestack.blockdev.readahead.ReadaheadBudget;
+import io.stripestack.readahead.ReadaheadBlockDevice;
+import io.stripestack.readahead.ReadaheadBudget;
 import io.stripestack.target.config.StripestackConfig.BackingConfig;
 import io.stripestack.target.config.StripestackConfig.LunConfig;
 import io.stripestack.target.config.StripestackConfig.ReadaheadConfig;

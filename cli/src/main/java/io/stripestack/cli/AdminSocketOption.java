@@ -1,0 +1,26 @@
+package io.stripestack.cli;
+
+import io.stripestack.target.config.ConfigException;
+import io.stripestack.target.config.ConfigLoader;
+import io.stripestack.target.config.StripestackConfig;
+import io.stripestack.target.server.DefaultConfig;
+import java.nio.file.Path;
+import picocli.CommandLine.Option;
+
+/** How a client command finds the running server's admin socket: --socket, or the one its config names. */
+final class AdminSocketOption {
+    @Option(names = "--socket", paramLabel = "PATH", description = "the server's admin socket")
+    Path socket;
+
+    @Option(names = {"-c", "--config"}, paramLabel = "FILE",
+            description = "the server's configuration (default: the embedded default)")
+    Path config;
+
+    Path resolve() throws ConfigException {
+        if (socket != null) {
+            return socket;
+        }
+        StripestackConfig c = config != null ? ConfigLoader.load(config) : DefaultConfig.load();
+        return c.server().adminSocket();
+    }
+}

@@ -1,0 +1,56 @@
+package io.stripestack.cli;
+
+import static io.stripestack.cli.CliRunner.cli;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.stripestack.cli.CliRunner.Outcome;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class StripestackCliTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void createMakesMembersOnceAndLeavesThemAloneAfter() throws Exception {
+        Path config = dir.resolve("c.yaml");
+        Files.writeString(config, """
+                data_dir: %s
+                arrays:
+                  md7: {members: [a.img, b.img, c.img], create_member_size: 8MiB, chunk: 32K}
+                targets: [{iqn: "iqn.2026-11.io.example:t", luns: [{lun: 0, array: md7}]}]
+                """.formatted(dir));
+        Outcome first = cli("create", "--config", config.toString());
+        assertEquals(0, first.code(), first.err());
+        assertTrue(first.out().contains("md7: created md7 : active raid5"), first.out());
+        assertEquals(8L << 20, Files.size(dir.resolve("b.img")));
+        Outcome second = cli("create", "--config", config.toString());
+        assertEquals(0, second.code(), second.err());
+        assertTrue(second.out().contains("md7: exists"), second.out());
+
+        Files.delete(dir.resolve("c.img"));
+        Files.delete(dir.resolve("b.img"));
+        Outcome partial = cli("create", "--config", config.toString());
+        assertEquals(1, partial.code());
+        assertTrue(partial.err().contains("1 of 3 member files exist; refusing"), partial.err());
+    }
+
+    @Test
+    void configErrorsReachTheUserWithFileAndLine() throws Exception {
+        Path config = dir.resolve("bad.yaml");
+        Files.writeString(config, "targets:\n  - iqn: iqn.2026-11.io.example:t\n    luns: [{lun: 0, array: nope}]\n");
+        Outcome o = cli("serve", "--config", config.toString());
+        assertEquals(1, o.code());
+        assertTrue(o.err().contains(config + ":3: targets[0].luns[0].array: no array named 'nope'"), o.err());
+    }
+
+    @Test
+    void ctlWithoutServerSaysWhatToDo() {
+        Outcome o = cli("ctl", "--socket", dir.resolve("none.sock").toString(), "list");
+        assertEquals(1, o.code());
+        assertTrue(o.err().contains("no admin socket at"), o.err());
+    }
+}
