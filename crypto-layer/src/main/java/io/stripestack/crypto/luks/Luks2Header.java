@@ -4,7 +4,6 @@ import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.crypto.luks.Luks2Metadata.Slot;
 import io.stripestack.crypto.luks.Luks2Metadata.VolumeDigest;
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.ArrayList;
@@ -14,7 +13,6 @@ import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import org.bouncycastle.crypto.Digest;
 
 /**
  * A LUKS2 header (LUKS2 On-Disk Format Specification 1.1): two copies, each a 4096-byte big-endian binary
@@ -42,38 +40,19 @@ import org.bouncycastle.crypto.Digest;
  * flags) are kept through updates. Concurrency: see {@link LuksHeader}.
  */
 public final class Luks2Header extends LuksHeader {
-    static final byte[] SECONDARY_MAGIC = {'S', 'K', 'U', 'L', (byte) 0xba, (byte) 0xbe};
-    static final int BINARY_BYTES = 4096;
     static final int KEYSLOTS = 32;
     static final long DEFAULT_HEADER_BYTES = 16 * 1024;
     static final long AREA_ALIGN = 4096;
     /** cryptsetup's ceiling for the keyslots area. */
     static final long MAX_KEYSLOTS_BYTES = 128L << 20;
 
-    private static final int VERSION = 6;
-    private static final int HDR_SIZE = 8;
-    private static final int SEQID = 16;
-    private static final int LABEL = 24;
-    private static final int CHECKSUM_ALG = 72;
-    private static final int SALT = 104;
-    private static final int UUID = 168;
-    private static final int SUBSYSTEM = 208;
-    private static final int HDR_OFFSET = 256;
-    private static final int CHECKSUM = 448;
-    private static final int CHECKSUM_BYTES = 64;
-
-    private final long hdrSize;
-    private final byte[] primaryBinary;
-    private final byte[] secondaryBinary;
+    private final Luks2Copies copies;
     private Map<String, Object> json;
     private Luks2Metadata metadata;
 
-    private Luks2Header(BlockDevice device, long hdrSize, byte[] primaryBinary, byte[] secondaryBinary,
-                        Map<String, Object> json, Luks2Metadata metadata) {
+    private Luks2Header(BlockDevice device, Luks2Copies copies, Map<String, Object> json, Luks2Metadata metadata) {
         super(device);
-        this.hdrSize = hdrSize;
-        this.primaryBinary = primaryBinary;
-        this.secondaryBinary = secondaryBinary;
+        this.copies = copies;
         this.json = json;
         this.metadata = metadata;
     }
@@ -82,103 +61,10 @@ public final class Luks2Header extends LuksHeader {
 
     static Luks2Header parse(BlockDevice device, byte[] probe) throws IOException {
         String name = device.name() + ": LUKS2 header";
-        long hdrSize = ByteBuffer.wrap(probe).getLong(HDR_SIZE);
-        if (!validHeaderSize(hdrSize)) {
-            throw corrupt(name, "primary copy gives header size " + hdrSize + ", not a power of two from 16 KiB to 4 MiB");
-        }
-        byte[] primary = readCopy(device, 0, hdrSize, MAGIC, name + " primary copy");
-        byte[] secondary = readCopy(device, hdrSize, hdrSize, SECONDARY_MAGIC, name + " secondary copy");
-        ByteBuffer p = ByteBuffer.wrap(primary);
-        ByteBuffer s = ByteBuffer.wrap(secondary);
-        if (p.getLong(SEQID) != s.getLong(SEQID)) {
-            throw corrupt(name, "the primary copy (seqid " + p.getLong(SEQID) + ") and the secondary copy (seqid "
-                    + s.getLong(SEQID) + ") differ, an interrupted update; run cryptsetup repair " + device.name());
-        }
-        if (!Arrays.equals(primary, UUID, UUID + 40, secondary, UUID, UUID + 40)
-                || !Arrays.equals(primary, BINARY_BYTES, (int) hdrSize, secondary, BINARY_BYTES, (int) hdrSize)) {
-            throw corrupt(name, "the primary and secondary copies carry different UUIDs or metadata at the same seqid");
-        }
-        int jsonEnd = BINARY_BYTES;
-        while (jsonEnd < hdrSize && primary[jsonEnd] != 0) {
-            jsonEnd++;
-        }
-        if (jsonEnd == hdrSize) {
-            throw corrupt(name, "the JSON area is not NUL-terminated");
-        }
-        String text = new String(primary, BINARY_BYTES, jsonEnd - BINARY_BYTES, StandardCharsets.UTF_8);
-        Map<String, Object> json = LuksJson.parseObject(text, name + " JSON area at byte " + BINARY_BYTES);
-        Luks2Metadata metadata = Luks2Metadata.validate(json, hdrSize, name);
-        return new Luks2Header(device, hdrSize, Arrays.copyOf(primary, BINARY_BYTES),
-                Arrays.copyOf(secondary, BINARY_BYTES), json, metadata);
-    }
-
-    /** The offset of a secondary copy's magic at one of the places LUKS2 allows (16 KiB to 4 MiB), or -1. */
-    static long findSecondaryCopy(BlockDevice device) throws IOException {
-        for (long offset = 16 * 1024; offset <= 4L * 1024 * 1024; offset *= 2) {
-            if (offset + BINARY_BYTES > device.size()) {
-                break;
-            }
-            byte[] magic = LuksIo.read(device, offset, SECONDARY_MAGIC.length);
-            if (Arrays.equals(magic, SECONDARY_MAGIC)) {
-                return offset;
-            }
-        }
-        return -1;
-    }
-
-    static boolean validHeaderSize(long size) {
-        return size >= 16 * 1024 && size <= 4L * 1024 * 1024 && Long.bitCount(size) == 1;
-    }
-
-    private static byte[] readCopy(BlockDevice device, long offset, long hdrSize, byte[] magic, String name)
-            throws IOException {
-        if (offset + hdrSize > device.size()) {
-            throw corrupt(name, "it would end at byte " + (offset + hdrSize) + " beyond the device's " + device.size() + " bytes");
-        }
-        byte[] copy = LuksIo.read(device, offset, (int) hdrSize);
-        ByteBuffer view = ByteBuffer.wrap(copy);
-        if (!Arrays.equals(copy, 0, magic.length, magic, 0, magic.length)) {
-            throw corrupt(name, "bad magic at byte " + offset);
-        }
-        if (view.getShort(VERSION) != 2) {
-            throw corrupt(name, "version " + view.getShort(VERSION) + " instead of 2");
-        }
-        if (view.getLong(HDR_SIZE) != hdrSize) {
-            throw corrupt(name, "header size " + view.getLong(HDR_SIZE) + " differs from the primary copy's " + hdrSize);
-        }
-        if (view.getLong(HDR_OFFSET) != offset) {
-            throw corrupt(name, "it says it lies at byte " + view.getLong(HDR_OFFSET) + ", found at byte " + offset);
-        }
-        for (int field : new int[] {LABEL, SUBSYSTEM}) {
-            if (!LuksIo.isCleanCString(copy, field, 48)) {
-                throw corrupt(name, "label or subsystem is not a NUL-terminated text string");
-            }
-        }
-        if (!LuksIo.isCleanCString(copy, CHECKSUM_ALG, 32) || !LuksIo.isCleanCString(copy, UUID, 40)) {
-            throw corrupt(name, "checksum algorithm or UUID field is not a text string");
-        }
-        LuksHash alg;
-        try {
-            alg = LuksHash.forName(LuksIo.cString(copy, CHECKSUM_ALG, 32));
-        } catch (IllegalArgumentException e) {
-            throw corrupt(name, "unsupported checksum algorithm (" + e.getMessage() + ")");
-        }
-        byte[] expected = checksum(copy, alg);
-        if (!MessageDigest.isEqual(expected, Arrays.copyOfRange(copy, CHECKSUM, CHECKSUM + expected.length))) {
-            throw corrupt(name, "checksum mismatch (" + alg.luksName() + " over " + hdrSize + " bytes at byte " + offset + ")");
-        }
-        return copy;
-    }
-
-    /** The copy's checksum: {@code alg} over the whole copy with the checksum field read as zeros. */
-    private static byte[] checksum(byte[] copy, LuksHash alg) {
-        Digest digest = alg.newDigest();
-        digest.update(copy, 0, CHECKSUM);
-        digest.update(new byte[CHECKSUM_BYTES], 0, CHECKSUM_BYTES);
-        digest.update(copy, CHECKSUM + CHECKSUM_BYTES, copy.length - CHECKSUM - CHECKSUM_BYTES);
-        byte[] out = new byte[alg.length()];
-        digest.doFinal(out, 0);
-        return out;
+        Luks2Copies.Read read = Luks2Copies.read(device, probe, name);
+        Map<String, Object> json = LuksJson.parseObject(read.json(), name + " JSON area at byte " + Luks2Copies.BINARY_BYTES);
+        Luks2Metadata metadata = Luks2Metadata.validate(json, read.copies().hdrSize(), name);
+        return new Luks2Header(device, read.copies(), json, metadata);
     }
 
     /**
@@ -232,29 +118,13 @@ public final class Luks2Header extends LuksHeader {
         digests.put("0", d);
         json.put("digests", digests);
         Map<String, Object> config = new LinkedHashMap<>();
-        config.put("json_size", Long.toString(hdrSize - BINARY_BYTES));
+        config.put("json_size", Long.toString(hdrSize - Luks2Copies.BINARY_BYTES));
         config.put("keyslots_size", Long.toString(keyslotsSize));
         json.put("config", config);
 
-        byte[][] binaries = new byte[2][];
-        for (int copy = 0; copy < 2; copy++) {
-            byte[] binary = new byte[BINARY_BYTES];
-            ByteBuffer view = ByteBuffer.wrap(binary);
-            view.put(0, copy == 0 ? MAGIC : SECONDARY_MAGIC);
-            view.putShort(VERSION, (short) 2);
-            view.putLong(HDR_SIZE, hdrSize);
-            view.putLong(SEQID, 0);
-            LuksIo.putCString(binary, LABEL, 48, label == null ? "" : label);
-            LuksIo.putCString(binary, CHECKSUM_ALG, 32, LuksHash.SHA256.luksName());
-            byte[] salt = new byte[64];
-            random.nextBytes(salt);
-            view.put(SALT, salt);
-            LuksIo.putCString(binary, UUID, 40, uuid);
-            view.putLong(HDR_OFFSET, copy == 0 ? 0 : hdrSize);
-            binaries[copy] = binary;
-        }
+        Luks2Copies copies = Luks2Copies.fresh(hdrSize, uuid, label, random);
         Luks2Metadata metadata = Luks2Metadata.validate(json, hdrSize, device.name() + ": new LUKS2 header");
-        Luks2Header header = new Luks2Header(device, hdrSize, binaries[0], binaries[1], json, metadata);
+        Luks2Header header = new Luks2Header(device, copies, json, metadata);
         header.commit();
         return header;
     }
@@ -263,24 +133,12 @@ public final class Luks2Header extends LuksHeader {
     private void commit() throws IOException {
         String text = LuksJson.write(json);
         byte[] jsonBytes = text.getBytes(StandardCharsets.UTF_8);
-        if (jsonBytes.length >= hdrSize - BINARY_BYTES) {
+        if (jsonBytes.length >= copies.jsonAreaBytes()) {
             throw new LuksHeaderException(device.name() + ": the LUKS2 metadata (" + jsonBytes.length
-                    + " bytes) no longer fits the " + (hdrSize - BINARY_BYTES) + "-byte JSON area; remove a keyslot or token");
+                    + " bytes) no longer fits the " + copies.jsonAreaBytes() + "-byte JSON area; remove a keyslot or token");
         }
-        Luks2Metadata updated = Luks2Metadata.validate(json, hdrSize, device.name() + ": updated LUKS2 header");
-        long seqid = ByteBuffer.wrap(primaryBinary).getLong(SEQID) + 1;
-        for (byte[] binary : new byte[][] {primaryBinary, secondaryBinary}) {
-            ByteBuffer.wrap(binary).putLong(SEQID, seqid);
-            byte[] copy = new byte[(int) hdrSize];
-            System.arraycopy(binary, 0, copy, 0, BINARY_BYTES);
-            Arrays.fill(copy, CHECKSUM, CHECKSUM + CHECKSUM_BYTES, (byte) 0);
-            System.arraycopy(jsonBytes, 0, copy, BINARY_BYTES, jsonBytes.length);
-            byte[] sum = checksum(copy, LuksHash.forName(LuksIo.cString(binary, CHECKSUM_ALG, 32)));
-            System.arraycopy(sum, 0, copy, CHECKSUM, sum.length);
-            System.arraycopy(copy, 0, binary, 0, BINARY_BYTES);
-            LuksIo.write(device, ByteBuffer.wrap(binary).getLong(HDR_OFFSET), copy);
-        }
-        device.flush();
+        Luks2Metadata updated = Luks2Metadata.validate(json, copies.hdrSize(), device.name() + ": updated LUKS2 header");
+        copies.write(device, jsonBytes);
         metadata = updated;
     }
 
@@ -362,8 +220,8 @@ public final class Luks2Header extends LuksHeader {
 
     /** The lowest 4 KiB-aligned offset in the keyslots area where {@code size} bytes touch no keyslot area. */
     private long freeArea(long size) throws LuksHeaderException {
-        long candidate = 2 * hdrSize;
-        long end = 2 * hdrSize + metadata.keyslotsSize();
+        long candidate = 2 * copies.hdrSize();
+        long end = 2 * copies.hdrSize() + metadata.keyslotsSize();
         List<Keyslot> taken = new ArrayList<>();
         for (Slot s : metadata.slots().values()) {
             taken.add(s.keyslot());
@@ -420,22 +278,22 @@ public final class Luks2Header extends LuksHeader {
 
     @Override
     public String uuid() {
-        return LuksIo.cString(primaryBinary, UUID, 40);
+        return copies.uuid();
     }
 
     /** The header's label (empty if none). */
     public String label() {
-        return LuksIo.cString(primaryBinary, LABEL, 48);
+        return copies.label();
     }
 
     /** The update counter, bumped by every metadata write. */
     public long seqid() {
-        return ByteBuffer.wrap(primaryBinary).getLong(SEQID);
+        return copies.seqid();
     }
 
     /** Bytes of one header copy (binary header plus JSON area). */
     public long headerCopyBytes() {
-        return hdrSize;
+        return copies.hdrSize();
     }
 
     /** The data segment's length in bytes, or -1 when it extends to the end of the device ("dynamic"). */
@@ -475,7 +333,7 @@ public final class Luks2Header extends LuksHeader {
 
     @Override
     public long headerAreaBytes() {
-        return 2 * hdrSize + metadata.keyslotsSize();
+        return 2 * copies.hdrSize() + metadata.keyslotsSize();
     }
 
     @Override
@@ -541,11 +399,11 @@ public final class Luks2Header extends LuksHeader {
         out.append("LUKS header information\n");
         out.append("Version:       \t2\n");
         out.append("Epoch:         \t").append(seqid()).append('\n');
-        out.append("Metadata area: \t").append(hdrSize).append(" [bytes]\n");
+        out.append("Metadata area: \t").append(copies.hdrSize()).append(" [bytes]\n");
         out.append("Keyslots area: \t").append(metadata.keyslotsSize()).append(" [bytes]\n");
         out.append("UUID:          \t").append(uuid()).append('\n');
         out.append("Label:         \t").append(label().isEmpty() ? "(no label)" : label()).append('\n');
-        String subsystem = LuksIo.cString(primaryBinary, SUBSYSTEM, 48);
+        String subsystem = copies.subsystem();
         out.append("Subsystem:     \t").append(subsystem.isEmpty() ? "(no subsystem)" : subsystem).append("\n\n");
         out.append("Data segments:\n");
         out.append("  ").append(metadata.segmentId()).append(": crypt\n");

@@ -1,5 +1,7 @@
 package io.stripestack.crypto.luks;
 
+import static io.stripestack.crypto.luks.Luks2Header.corrupt;
+
 import io.stripestack.crypto.CryptSpec;
 import io.stripestack.crypto.luks.LuksHeader.Keyslot;
 import java.util.ArrayList;
@@ -42,7 +44,7 @@ record Luks2Metadata(long jsonSize, long keyslotsSize, String segmentId, long se
         Map<String, Object> config = f.map(json, "config");
         long jsonSize = f.decimal(config, "json_size", "config");
         long keyslotsSize = f.decimal(config, "keyslots_size", "config");
-        if (jsonSize != hdrSize - Luks2Header.BINARY_BYTES) {
+        if (jsonSize != hdrSize - Luks2Copies.BINARY_BYTES) {
             throw f.invalid("config.json_size " + jsonSize + " does not match the header size " + hdrSize + " minus 4096");
         }
         if (keyslotsSize % Luks2Header.AREA_ALIGN != 0) {
@@ -216,7 +218,7 @@ record Luks2Metadata(long jsonSize, long keyslotsSize, String segmentId, long se
     /** Typed access to JSON members with error messages naming the member. */
     private record Fields(String name) {
         LuksHeaderException invalid(String what) {
-            return Luks2Header.corrupt(name, "its JSON metadata is invalid: " + what);
+            return corrupt(name, "its JSON metadata is invalid: " + what);
         }
 
         Map<String, Object> map(Map<String, Object> parent, String key) throws LuksHeaderException {
