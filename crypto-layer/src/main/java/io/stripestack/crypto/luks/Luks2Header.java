@@ -8,9 +8,7 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Base64;
 import java.util.Comparator;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -93,35 +91,8 @@ public final class Luks2Header extends LuksHeader {
                               String encryption, long dataOffset, int sectorSize, LuksHash digestHash,
                               int digestIterations, byte[] digestSalt, byte[] digest, java.security.SecureRandom random)
             throws IOException {
-        Map<String, Object> json = new LinkedHashMap<>();
-        json.put("keyslots", new LinkedHashMap<String, Object>());
-        json.put("tokens", new LinkedHashMap<String, Object>());
-        Map<String, Object> segment = new LinkedHashMap<>();
-        segment.put("type", "crypt");
-        segment.put("offset", Long.toString(dataOffset));
-        segment.put("size", "dynamic");
-        segment.put("iv_tweak", "0");
-        segment.put("encryption", encryption);
-        segment.put("sector_size", sectorSize);
-        Map<String, Object> segments = new LinkedHashMap<>();
-        segments.put("0", segment);
-        json.put("segments", segments);
-        Map<String, Object> d = new LinkedHashMap<>();
-        d.put("type", "pbkdf2");
-        d.put("keyslots", new ArrayList<Object>());
-        d.put("segments", new ArrayList<Object>(List.of("0")));
-        d.put("hash", digestHash.luksName());
-        d.put("iterations", digestIterations);
-        d.put("salt", Base64.getEncoder().encodeToString(digestSalt));
-        d.put("digest", Base64.getEncoder().encodeToString(digest));
-        Map<String, Object> digests = new LinkedHashMap<>();
-        digests.put("0", d);
-        json.put("digests", digests);
-        Map<String, Object> config = new LinkedHashMap<>();
-        config.put("json_size", Long.toString(hdrSize - Luks2Copies.BINARY_BYTES));
-        config.put("keyslots_size", Long.toString(keyslotsSize));
-        json.put("config", config);
-
+        Map<String, Object> json = Luks2JsonTree.forNewHeader(hdrSize, keyslotsSize, encryption, dataOffset, sectorSize,
+                digestHash, digestIterations, digestSalt, digest);
         Luks2Copies copies = Luks2Copies.fresh(hdrSize, uuid, label, random);
         Luks2Metadata metadata = Luks2Metadata.validate(json, hdrSize, device.name() + ": new LUKS2 header");
         Luks2Header header = new Luks2Header(device, copies, json, metadata);
@@ -158,41 +129,7 @@ public final class Luks2Header extends LuksHeader {
         Keyslot keyslot = new Keyslot(slot, kdf, salt, offset, size, metadata.encryption(), key.length(), key.length(),
                 AfSplitter.LUKS_STRIPES, LuksHash.SHA256);
         writeKeyMaterial(keyslot, key.bytes(), newPassphrase);
-
-        Map<String, Object> entry = new LinkedHashMap<>();
-        entry.put("type", "luks2");
-        entry.put("key_size", key.length());
-        Map<String, Object> af = new LinkedHashMap<>();
-        af.put("type", "luks1");
-        af.put("stripes", AfSplitter.LUKS_STRIPES);
-        af.put("hash", LuksHash.SHA256.luksName());
-        entry.put("af", af);
-        Map<String, Object> area = new LinkedHashMap<>();
-        area.put("type", "raw");
-        area.put("offset", Long.toString(offset));
-        area.put("size", Long.toString(size));
-        area.put("encryption", metadata.encryption());
-        area.put("key_size", key.length());
-        entry.put("area", area);
-        Map<String, Object> kdfJson = new LinkedHashMap<>();
-        kdfJson.put("type", kdf.typeName());
-        if (kdf instanceof Kdf.Pbkdf2 pbkdf2) {
-            kdfJson.put("hash", pbkdf2.hash().luksName());
-            kdfJson.put("iterations", pbkdf2.iterations());
-        } else if (kdf instanceof Kdf.Argon2 argon2) {
-            kdfJson.put("time", argon2.time());
-            kdfJson.put("memory", argon2.memoryKiB());
-            kdfJson.put("cpus", argon2.parallelism());
-        }
-        kdfJson.put("salt", Base64.getEncoder().encodeToString(salt));
-        entry.put("kdf", kdfJson);
-
-        Map<String, Object> keyslots = jsonMap(json, "keyslots");
-        keyslots.put(Integer.toString(slot), entry);
-        json.put("keyslots", sortedByNumber(keyslots));
-        List<Object> bound = jsonList(jsonMap(jsonMap(json, "digests"), digestId), "keyslots");
-        bound.add(Integer.toString(slot));
-        bound.sort(Comparator.comparingInt(o -> Integer.parseInt((String) o)));
+        Luks2JsonTree.addKeyslot(json, keyslot, digestId);
         commit();
     }
 
@@ -204,15 +141,7 @@ public final class Luks2Header extends LuksHeader {
             throw new IllegalArgumentException(device.name() + ": keyslot " + slot + " is not active; active keyslots: "
                     + activeKeyslots());
         }
-        String id = Integer.toString(slot);
-        jsonMap(json, "keyslots").remove(id);
-        for (String group : new String[] {"digests", "tokens"}) {
-            for (Object member : jsonMap(json, group).values()) {
-                if (member instanceof Map<?, ?> m && m.get("keyslots") instanceof List<?> list) {
-                    list.remove(id);
-                }
-            }
-        }
+        Luks2JsonTree.removeKeyslot(json, slot);
         commit();
         LuksIo.wipeRandom(device, removed.keyslot().areaOffset(), removed.keyslot().areaLength(), random);
         device.flush();
@@ -247,26 +176,6 @@ public final class Luks2Header extends LuksHeader {
             }
         }
         throw new LuksHeaderException(device.name() + ": no digest covers the data segment; the header cannot verify a volume key");
-    }
-
-    @SuppressWarnings("unchecked")
-    private static Map<String, Object> jsonMap(Map<String, Object> parent, String key) {
-        return (Map<String, Object>) parent.get(key);
-    }
-
-    @SuppressWarnings("unchecked")
-    private static List<Object> jsonList(Map<String, Object> parent, String key) {
-        return (List<Object>) parent.get(key);
-    }
-
-    private static Map<String, Object> sortedByNumber(Map<String, Object> members) {
-        List<String> keys = new ArrayList<>(members.keySet());
-        keys.sort(Comparator.comparingInt(Integer::parseInt));
-        Map<String, Object> sorted = new LinkedHashMap<>();
-        for (String k : keys) {
-            sorted.put(k, members.get(k));
-        }
-        return sorted;
     }
 
     // ---- queries ---------------------------------------------------------------------------------------
