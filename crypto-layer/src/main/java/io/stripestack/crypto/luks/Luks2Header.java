@@ -36,6 +36,13 @@ import java.util.Map;
  * <p>Reading requires both copies to be intact and identical in sequence; a damaged copy is refused with a
  * message (cryptsetup repair restores it from the other). Members this class does not interpret (tokens,
  * flags) are kept through updates. Concurrency: see {@link LuksHeader}.
+ *
+ * <p>The work is split by job: {@link Luks2Copies} owns the binary copies, {@link Luks2Metadata} what the
+ * JSON may say, {@link Luks2JsonTree} how an update changes it. This class keeps what ties them together:
+ * where a new keyslot's area goes, and the order of an update, so that an interrupted one never leaves a
+ * header naming key material that is not there: new material is written before the JSON that names it, the
+ * JSON is checked in full before either copy is written, and a removed keyslot's area is wiped only once
+ * neither copy names it.
  */
 public final class Luks2Header extends LuksHeader {
     static final int KEYSLOTS = 32;
