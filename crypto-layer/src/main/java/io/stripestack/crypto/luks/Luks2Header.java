@@ -1,20 +1,16 @@
 package io.stripestack.crypto.luks;
 
 import io.stripestack.blockdev.BlockDevice;
-import io.stripestack.crypto.CryptSpec;
+import io.stripestack.crypto.luks.Luks2Metadata.Slot;
+import io.stripestack.crypto.luks.Luks2Metadata.VolumeDigest;
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Base64;
 import java.util.Comparator;
-import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import org.bouncycastle.crypto.Digest;
 
 /**
  * A LUKS2 header (LUKS2 On-Disk Format Specification 1.1): two copies, each a 4096-byte big-endian binary
@@ -40,57 +36,28 @@ import org.bouncycastle.crypto.Digest;
  * <p>Reading requires both copies to be intact and identical in sequence; a damaged copy is refused with a
  * message (cryptsetup repair restores it from the other). Members this class does not interpret (tokens,
  * flags) are kept through updates. Concurrency: see {@link LuksHeader}.
+ *
+ * <p>The work is split by job: {@link Luks2Copies} owns the binary copies, {@link Luks2Metadata} what the
+ * JSON may say, {@link Luks2JsonTree} how an update changes it. This class keeps what ties them together:
+ * where a new keyslot's area goes, and the order of an update, so that an interrupted one never leaves a
+ * header naming key material that is not there: new material is written before the JSON that names it, the
+ * JSON is checked in full before either copy is written, and a removed keyslot's area is wiped only once
+ * neither copy names it.
  */
 public final class Luks2Header extends LuksHeader {
-    static final byte[] SECONDARY_MAGIC = {'S', 'K', 'U', 'L', (byte) 0xba, (byte) 0xbe};
-    static final int BINARY_BYTES = 4096;
     static final int KEYSLOTS = 32;
     static final long DEFAULT_HEADER_BYTES = 16 * 1024;
     static final long AREA_ALIGN = 4096;
     /** cryptsetup's ceiling for the keyslots area. */
     static final long MAX_KEYSLOTS_BYTES = 128L << 20;
-    /** cryptsetup's largest volume key (4096 bits). */
-    static final int MAX_KEY_BYTES = 512;
-    /** cryptsetup refuses Argon2 memory above 4 GiB. */
-    static final int MAX_ARGON2_MEMORY_KIB = 4 * 1024 * 1024;
 
-    private static final int VERSION = 6;
-    private static final int HDR_SIZE = 8;
-    private static final int SEQID = 16;
-    private static final int LABEL = 24;
-    private static final int CHECKSUM_ALG = 72;
-    private static final int SALT = 104;
-    private static final int UUID = 168;
-    private static final int SUBSYSTEM = 208;
-    private static final int HDR_OFFSET = 256;
-    private static final int CHECKSUM = 448;
-    private static final int CHECKSUM_BYTES = 64;
-
-    private final long hdrSize;
-    private final byte[] primaryBinary;
-    private final byte[] secondaryBinary;
+    private final Luks2Copies copies;
     private Map<String, Object> json;
-    private Metadata metadata;
+    private Luks2Metadata metadata;
 
-    /** A keyslot as the JSON describes it, with the digest it is bound to (null: unbound, unusable). */
-    record Slot(Keyslot keyslot, int priority, String digestId) {
-    }
-
-    /** The digest that verifies a volume key. */
-    record VolumeDigest(LuksHash hash, int iterations, byte[] salt, byte[] digest, List<String> segments) {
-    }
-
-    /** The validated, typed view of the JSON. */
-    record Metadata(long jsonSize, long keyslotsSize, String segmentId, long segmentOffset, long segmentSize,
-                    String encryption, int sectorSize, Map<Integer, Slot> slots, Map<String, VolumeDigest> digests) {
-    }
-
-    private Luks2Header(BlockDevice device, long hdrSize, byte[] primaryBinary, byte[] secondaryBinary,
-                        Map<String, Object> json, Metadata metadata) {
+    private Luks2Header(BlockDevice device, Luks2Copies copies, Map<String, Object> json, Luks2Metadata metadata) {
         super(device);
-        this.hdrSize = hdrSize;
-        this.primaryBinary = primaryBinary;
-        this.secondaryBinary = secondaryBinary;
+        this.copies = copies;
         this.json = json;
         this.metadata = metadata;
     }
@@ -99,103 +66,10 @@ public final class Luks2Header extends LuksHeader {
 
     static Luks2Header parse(BlockDevice device, byte[] probe) throws IOException {
         String name = device.name() + ": LUKS2 header";
-        long hdrSize = ByteBuffer.wrap(probe).getLong(HDR_SIZE);
-        if (!validHeaderSize(hdrSize)) {
-            throw corrupt(name, "primary copy gives header size " + hdrSize + ", not a power of two from 16 KiB to 4 MiB");
-        }
-        byte[] primary = readCopy(device, 0, hdrSize, MAGIC, name + " primary copy");
-        byte[] secondary = readCopy(device, hdrSize, hdrSize, SECONDARY_MAGIC, name + " secondary copy");
-        ByteBuffer p = ByteBuffer.wrap(primary);
-        ByteBuffer s = ByteBuffer.wrap(secondary);
-        if (p.getLong(SEQID) != s.getLong(SEQID)) {
-            throw corrupt(name, "the primary copy (seqid " + p.getLong(SEQID) + ") and the secondary copy (seqid "
-                    + s.getLong(SEQID) + ") differ, an interrupted update; run cryptsetup repair " + device.name());
-        }
-        if (!Arrays.equals(primary, UUID, UUID + 40, secondary, UUID, UUID + 40)
-                || !Arrays.equals(primary, BINARY_BYTES, (int) hdrSize, secondary, BINARY_BYTES, (int) hdrSize)) {
-            throw corrupt(name, "the primary and secondary copies carry different UUIDs or metadata at the same seqid");
-        }
-        int jsonEnd = BINARY_BYTES;
-        while (jsonEnd < hdrSize && primary[jsonEnd] != 0) {
-            jsonEnd++;
-        }
-        if (jsonEnd == hdrSize) {
-            throw corrupt(name, "the JSON area is not NUL-terminated");
-        }
-        String text = new String(primary, BINARY_BYTES, jsonEnd - BINARY_BYTES, StandardCharsets.UTF_8);
-        Map<String, Object> json = LuksJson.parseObject(text, name + " JSON area at byte " + BINARY_BYTES);
-        Metadata metadata = validate(json, hdrSize, name);
-        return new Luks2Header(device, hdrSize, Arrays.copyOf(primary, BINARY_BYTES),
-                Arrays.copyOf(secondary, BINARY_BYTES), json, metadata);
-    }
-
-    /** The offset of a secondary copy's magic at one of the places LUKS2 allows (16 KiB to 4 MiB), or -1. */
-    static long findSecondaryCopy(BlockDevice device) throws IOException {
-        for (long offset = 16 * 1024; offset <= 4L * 1024 * 1024; offset *= 2) {
-            if (offset + BINARY_BYTES > device.size()) {
-                break;
-            }
-            byte[] magic = LuksIo.read(device, offset, SECONDARY_MAGIC.length);
-            if (Arrays.equals(magic, SECONDARY_MAGIC)) {
-                return offset;
-            }
-        }
-        return -1;
-    }
-
-    static boolean validHeaderSize(long size) {
-        return size >= 16 * 1024 && size <= 4L * 1024 * 1024 && Long.bitCount(size) == 1;
-    }
-
-    private static byte[] readCopy(BlockDevice device, long offset, long hdrSize, byte[] magic, String name)
-            throws IOException {
-        if (offset + hdrSize > device.size()) {
-            throw corrupt(name, "it would end at byte " + (offset + hdrSize) + " beyond the device's " + device.size() + " bytes");
-        }
-        byte[] copy = LuksIo.read(device, offset, (int) hdrSize);
-        ByteBuffer view = ByteBuffer.wrap(copy);
-        if (!Arrays.equals(copy, 0, magic.length, magic, 0, magic.length)) {
-            throw corrupt(name, "bad magic at byte " + offset);
-        }
-        if (view.getShort(VERSION) != 2) {
-            throw corrupt(name, "version " + view.getShort(VERSION) + " instead of 2");
-        }
-        if (view.getLong(HDR_SIZE) != hdrSize) {
-            throw corrupt(name, "header size " + view.getLong(HDR_SIZE) + " differs from the primary copy's " + hdrSize);
-        }
-        if (view.getLong(HDR_OFFSET) != offset) {
-            throw corrupt(name, "it says it lies at byte " + view.getLong(HDR_OFFSET) + ", found at byte " + offset);
-        }
-        for (int field : new int[] {LABEL, SUBSYSTEM}) {
-            if (!LuksIo.isCleanCString(copy, field, 48)) {
-                throw corrupt(name, "label or subsystem is not a NUL-terminated text string");
-            }
-        }
-        if (!LuksIo.isCleanCString(copy, CHECKSUM_ALG, 32) || !LuksIo.isCleanCString(copy, UUID, 40)) {
-            throw corrupt(name, "checksum algorithm or UUID field is not a text string");
-        }
-        LuksHash alg;
-        try {
-            alg = LuksHash.forName(LuksIo.cString(copy, CHECKSUM_ALG, 32));
-        } catch (IllegalArgumentException e) {
-            throw corrupt(name, "unsupported checksum algorithm (" + e.getMessage() + ")");
-        }
-        byte[] expected = checksum(copy, alg);
-        if (!MessageDigest.isEqual(expected, Arrays.copyOfRange(copy, CHECKSUM, CHECKSUM + expected.length))) {
-            throw corrupt(name, "checksum mismatch (" + alg.luksName() + " over " + hdrSize + " bytes at byte " + offset + ")");
-        }
-        return copy;
-    }
-
-    /** The copy's checksum: {@code alg} over the whole copy with the checksum field read as zeros. */
-    private static byte[] checksum(byte[] copy, LuksHash alg) {
-        Digest digest = alg.newDigest();
-        digest.update(copy, 0, CHECKSUM);
-        digest.update(new byte[CHECKSUM_BYTES], 0, CHECKSUM_BYTES);
-        digest.update(copy, CHECKSUM + CHECKSUM_BYTES, copy.length - CHECKSUM - CHECKSUM_BYTES);
-        byte[] out = new byte[alg.length()];
-        digest.doFinal(out, 0);
-        return out;
+        Luks2Copies.Read read = Luks2Copies.read(device, probe, name);
+        Map<String, Object> json = LuksJson.parseObject(read.json(), name + " JSON area at byte " + Luks2Copies.BINARY_BYTES);
+        Luks2Metadata metadata = Luks2Metadata.validate(json, read.copies().hdrSize(), name);
+        return new Luks2Header(device, read.copies(), json, metadata);
     }
 
     /**
@@ -214,297 +88,6 @@ public final class Luks2Header extends LuksHeader {
         return flags;
     }
 
-    // ---- JSON validation -------------------------------------------------------------------------------
-
-    private static Metadata validate(Map<String, Object> json, long hdrSize, String name) throws LuksHeaderException {
-        Fields f = new Fields(name);
-        Map<String, Object> config = f.map(json, "config");
-        long jsonSize = f.decimal(config, "json_size", "config");
-        long keyslotsSize = f.decimal(config, "keyslots_size", "config");
-        if (jsonSize != hdrSize - BINARY_BYTES) {
-            throw f.invalid("config.json_size " + jsonSize + " does not match the header size " + hdrSize + " minus 4096");
-        }
-        if (keyslotsSize % AREA_ALIGN != 0) {
-            throw f.invalid("config.keyslots_size " + keyslotsSize + " is not a multiple of 4096");
-        }
-        if (config.get("requirements") instanceof Map<?, ?> requirements && requirements.get("mandatory") instanceof List<?> mandatory
-                && !mandatory.isEmpty()) {
-            throw new LuksHeaderException(name + " requires features " + mandatory + " that this implementation does not "
-                    + "support (e.g. an unfinished reencryption); finish that with cryptsetup first");
-        }
-        f.map(json, "tokens");
-
-        Map<String, Object> segments = f.map(json, "segments");
-        if (segments.size() != 1) {
-            throw new LuksHeaderException(name + " has " + segments.size() + " data segments; exactly one is supported "
-                    + "(more mean an unfinished reencryption: finish it with cryptsetup first)");
-        }
-        String segmentId = segments.keySet().iterator().next();
-        String where = "segments." + segmentId;
-        Map<String, Object> segment = f.map(segments, segmentId);
-        if (!"crypt".equals(f.string(segment, "type", where))) {
-            throw new LuksHeaderException(name + ": segment type '" + segment.get("type") + "' is not supported (only crypt)");
-        }
-        if (segment.containsKey("integrity")) {
-            throw new LuksHeaderException(name + " uses dm-integrity (authenticated encryption), which is not supported");
-        }
-        long segmentOffset = f.decimal(segment, "offset", where);
-        String sizeText = f.string(segment, "size", where);
-        long segmentSize = "dynamic".equals(sizeText) ? -1 : f.decimal(segment, "size", where);
-        if (f.decimal(segment, "iv_tweak", where) != 0) {
-            throw new LuksHeaderException(name + ": a non-zero iv_tweak (reencryption leftover) is not supported");
-        }
-        String encryption = f.string(segment, "encryption", where);
-        int sectorSize = f.integer(segment, "sector_size", where);
-        if (sectorSize < 512 || sectorSize > 4096 || Integer.bitCount(sectorSize) != 1) {
-            throw f.invalid(where + ".sector_size " + sectorSize + " is not 512, 1024, 2048 or 4096");
-        }
-        if (segmentOffset % sectorSize != 0 || segmentOffset % LuksIo.SECTOR != 0) {
-            throw f.invalid(where + ".offset " + segmentOffset + " is not a multiple of the sector size " + sectorSize);
-        }
-        if (2 * hdrSize + keyslotsSize > segmentOffset) {
-            throw f.invalid("the keyslots area ends at byte " + (2 * hdrSize + keyslotsSize) + ", beyond the data offset "
-                    + segmentOffset);
-        }
-        CryptSpec segmentSpec = f.spec(encryption, where);
-
-        Map<String, VolumeDigest> digests = new LinkedHashMap<>();
-        Map<String, String> digestOfSlot = new HashMap<>();
-        Map<String, Object> digestMap = f.map(json, "digests");
-        for (String id : digestMap.keySet()) {
-            String at = "digests." + id;
-            Map<String, Object> d = f.map(digestMap, id);
-            if (!"pbkdf2".equals(f.string(d, "type", at))) {
-                throw new LuksHeaderException(name + ": digest type '" + d.get("type") + "' is not supported (only pbkdf2)");
-            }
-            for (String slot : f.stringList(d, "keyslots", at)) {
-                if (digestOfSlot.put(slot, id) != null) {
-                    throw f.invalid("keyslot " + slot + " is bound to two digests");
-                }
-            }
-            List<String> boundSegments = f.stringList(d, "segments", at);
-            for (String seg : boundSegments) {
-                if (!segments.containsKey(seg)) {
-                    throw f.invalid(at + " names segment " + seg + ", which does not exist");
-                }
-            }
-            byte[] digest = f.base64(d, "digest", at);
-            if (digest.length == 0 || digest.length > 64) {
-                throw f.invalid(at + ".digest has " + digest.length + " bytes");
-            }
-            digests.put(id, new VolumeDigest(f.hash(d, "hash", at), f.positive(d, "iterations", at),
-                    f.base64(d, "salt", at), digest, boundSegments));
-        }
-
-        Map<Integer, Slot> slots = new LinkedHashMap<>();
-        Map<String, Object> keyslots = f.map(json, "keyslots");
-        long areaStart = 2 * hdrSize;
-        long areaEnd = areaStart + keyslotsSize;
-        List<long[]> areas = new ArrayList<>();
-        for (String id : keyslots.keySet()) {
-            String at = "keyslots." + id;
-            int index;
-            try {
-                index = Integer.parseInt(id);
-            } catch (NumberFormatException e) {
-                throw f.invalid("keyslot name '" + id + "' is not a number");
-            }
-            if (index < 0 || index >= KEYSLOTS || !Integer.toString(index).equals(id)) {
-                throw f.invalid("keyslot name '" + id + "' is not one of 0.." + (KEYSLOTS - 1));
-            }
-            Map<String, Object> k = f.map(keyslots, id);
-            if (!"luks2".equals(f.string(k, "type", at))) {
-                throw new LuksHeaderException(name + ": keyslot " + id + " has type '" + k.get("type")
-                        + "', not supported (only luks2; 'reencrypt' means an unfinished reencryption)");
-            }
-            int keyBytes = f.positive(k, "key_size", at);
-            if (keyBytes > MAX_KEY_BYTES) {
-                throw f.invalid(at + ".key_size " + keyBytes + " exceeds " + MAX_KEY_BYTES + " bytes");
-            }
-            Map<String, Object> af = f.map(k, "af");
-            if (!"luks1".equals(f.string(af, "type", at + ".af"))) {
-                throw f.invalid(at + ".af.type is not luks1");
-            }
-            int stripes = f.integer(af, "stripes", at + ".af");
-            if (stripes != AfSplitter.LUKS_STRIPES) {
-                throw f.invalid(at + ".af.stripes is " + stripes + ", not 4000");
-            }
-            LuksHash afHash = f.hash(af, "hash", at + ".af");
-            Map<String, Object> area = f.map(k, "area");
-            if (!"raw".equals(f.string(area, "type", at + ".area"))) {
-                throw f.invalid(at + ".area.type is not raw");
-            }
-            long offset = f.decimal(area, "offset", at + ".area");
-            long size = f.decimal(area, "size", at + ".area");
-            String areaCipher = f.string(area, "encryption", at + ".area");
-            int areaKeyBytes = f.positive(area, "key_size", at + ".area");
-            try {
-                f.spec(areaCipher, at + ".area").checkKeyLength(areaKeyBytes);
-            } catch (IllegalArgumentException e) {
-                throw new LuksHeaderException(name + ": keyslot " + id + " area: " + e.getMessage());
-            }
-            long needed = LuksIo.roundUp(AfSplitter.splitLength(keyBytes, stripes), LuksIo.SECTOR);
-            if (offset % LuksIo.SECTOR != 0 || offset < areaStart || size < needed || offset + size > areaEnd) {
-                throw f.invalid(at + ".area [" + offset + ", " + (offset + size) + ") does not hold " + needed
-                        + " bytes inside the keyslots area [" + areaStart + ", " + areaEnd + ")");
-            }
-            for (long[] other : areas) {
-                if (offset < other[1] && other[0] < offset + size) {
-                    throw f.invalid(at + ".area overlaps another keyslot's area");
-                }
-            }
-            areas.add(new long[] {offset, offset + size});
-            Kdf kdf = f.kdf(f.map(k, "kdf"), at + ".kdf");
-            byte[] salt = f.base64(f.map(k, "kdf"), "salt", at + ".kdf");
-            int priority = k.containsKey("priority") ? f.integer(k, "priority", at) : 1;
-            if (priority < 0 || priority > 2) {
-                throw f.invalid(at + ".priority " + priority + " is not 0 (ignore), 1 (normal) or 2 (prefer)");
-            }
-            String digestId = digestOfSlot.get(id);
-            if (digestId != null && !digests.get(digestId).segments().contains(segmentId)) {
-                digestId = null; // bound to a digest of no data segment: cannot unlock the volume
-            }
-            slots.put(index, new Slot(new Keyslot(index, kdf, salt, offset, size, areaCipher, areaKeyBytes, keyBytes,
-                    stripes, afHash), priority, digestId));
-        }
-        for (String slot : digestOfSlot.keySet()) {
-            if (!keyslots.containsKey(slot)) {
-                throw f.invalid("a digest names keyslot " + slot + ", which does not exist");
-            }
-        }
-        int volumeKeyBytes = -1;
-        for (Slot slot : slots.values()) {
-            if (slot.digestId() != null) {
-                if (volumeKeyBytes >= 0 && volumeKeyBytes != slot.keyslot().keyBytes()) {
-                    throw f.invalid("keyslots of the data segment disagree on the volume key size");
-                }
-                volumeKeyBytes = slot.keyslot().keyBytes();
-            }
-        }
-        if (volumeKeyBytes > 0) {
-            try {
-                segmentSpec.checkKeyLength(volumeKeyBytes);
-            } catch (IllegalArgumentException e) {
-                throw new LuksHeaderException(name + ": " + e.getMessage());
-            }
-        }
-        return new Metadata(jsonSize, keyslotsSize, segmentId, segmentOffset, segmentSize, encryption, sectorSize,
-                slots, digests);
-    }
-
-    /** Typed access to JSON members with error messages naming the member. */
-    private record Fields(String name) {
-        LuksHeaderException invalid(String what) {
-            return corrupt(name, "its JSON metadata is invalid: " + what);
-        }
-
-        Map<String, Object> map(Map<String, Object> parent, String key) throws LuksHeaderException {
-            if (parent.get(key) instanceof Map<?, ?> m) {
-                @SuppressWarnings("unchecked")
-                Map<String, Object> typed = (Map<String, Object>) m;
-                for (Object k : typed.keySet()) {
-                    if (!(k instanceof String)) {
-                        throw invalid("member names under " + key + " are not strings");
-                    }
-                }
-                return typed;
-            }
-            throw invalid("object '" + key + "' is missing");
-        }
-
-        String string(Map<String, Object> parent, String key, String where) throws LuksHeaderException {
-            if (parent.get(key) instanceof String s) {
-                return s;
-            }
-            throw invalid(where + "." + key + " is missing or not a string");
-        }
-
-        int integer(Map<String, Object> parent, String key, String where) throws LuksHeaderException {
-            if (parent.get(key) instanceof Integer i) {
-                return i;
-            }
-            throw invalid(where + "." + key + " is missing or not a 32-bit number");
-        }
-
-        int positive(Map<String, Object> parent, String key, String where) throws LuksHeaderException {
-            int value = integer(parent, key, where);
-            if (value < 1) {
-                throw invalid(where + "." + key + " is " + value + ", not positive");
-            }
-            return value;
-        }
-
-        /** A 64-bit unsigned count stored as a decimal string, as LUKS2 stores offsets and sizes. */
-        long decimal(Map<String, Object> parent, String key, String where) throws LuksHeaderException {
-            String text = string(parent, key, where);
-            if (text.isEmpty() || text.length() > 18 || !text.chars().allMatch(c -> c >= '0' && c <= '9')) {
-                throw invalid(where + "." + key + " '" + text + "' is not a decimal byte count");
-            }
-            return Long.parseLong(text);
-        }
-
-        List<String> stringList(Map<String, Object> parent, String key, String where) throws LuksHeaderException {
-            if (parent.get(key) instanceof List<?> list) {
-                List<String> out = new ArrayList<>(list.size());
-                for (Object o : list) {
-                    if (!(o instanceof String s)) {
-                        throw invalid(where + "." + key + " holds a non-string");
-                    }
-                    out.add(s);
-                }
-                return out;
-            }
-            throw invalid(where + "." + key + " is missing or not a list");
-        }
-
-        byte[] base64(Map<String, Object> parent, String key, String where) throws LuksHeaderException {
-            try {
-                return Base64.getDecoder().decode(string(parent, key, where));
-            } catch (IllegalArgumentException e) {
-                throw invalid(where + "." + key + " is not base64");
-            }
-        }
-
-        LuksHash hash(Map<String, Object> parent, String key, String where) throws LuksHeaderException {
-            try {
-                return LuksHash.forName(string(parent, key, where));
-            } catch (IllegalArgumentException e) {
-                throw new LuksHeaderException(name + ": " + where + ": " + e.getMessage());
-            }
-        }
-
-        CryptSpec spec(String spec, String where) throws LuksHeaderException {
-            try {
-                return CryptSpec.parse(spec);
-            } catch (IllegalArgumentException e) {
-                throw new LuksHeaderException(name + ": " + where + ": " + e.getMessage());
-            }
-        }
-
-        Kdf kdf(Map<String, Object> kdf, String where) throws LuksHeaderException {
-            String type = string(kdf, "type", where);
-            try {
-                switch (type) {
-                    case "pbkdf2":
-                        return new Kdf.Pbkdf2(hash(kdf, "hash", where), positive(kdf, "iterations", where));
-                    case "argon2i":
-                    case "argon2id":
-                        int memory = positive(kdf, "memory", where);
-                        if (memory > MAX_ARGON2_MEMORY_KIB) {
-                            throw invalid(where + ".memory " + memory + " KiB exceeds 4 GiB");
-                        }
-                        return new Kdf.Argon2(type.equals("argon2id"), positive(kdf, "time", where), memory,
-                                positive(kdf, "cpus", where));
-                    default:
-                        throw new LuksHeaderException(name + ": " + where + ".type '" + type
-                                + "' is not supported (pbkdf2, argon2i, argon2id)");
-                }
-            } catch (IllegalArgumentException e) {
-                throw invalid(where + ": " + e.getMessage());
-            }
-        }
-    }
-
     // ---- creation and updates --------------------------------------------------------------------------
 
     /**
@@ -515,54 +98,11 @@ public final class Luks2Header extends LuksHeader {
                               String encryption, long dataOffset, int sectorSize, LuksHash digestHash,
                               int digestIterations, byte[] digestSalt, byte[] digest, java.security.SecureRandom random)
             throws IOException {
-        Map<String, Object> json = new LinkedHashMap<>();
-        json.put("keyslots", new LinkedHashMap<String, Object>());
-        json.put("tokens", new LinkedHashMap<String, Object>());
-        Map<String, Object> segment = new LinkedHashMap<>();
-        segment.put("type", "crypt");
-        segment.put("offset", Long.toString(dataOffset));
-        segment.put("size", "dynamic");
-        segment.put("iv_tweak", "0");
-        segment.put("encryption", encryption);
-        segment.put("sector_size", sectorSize);
-        Map<String, Object> segments = new LinkedHashMap<>();
-        segments.put("0", segment);
-        json.put("segments", segments);
-        Map<String, Object> d = new LinkedHashMap<>();
-        d.put("type", "pbkdf2");
-        d.put("keyslots", new ArrayList<Object>());
-        d.put("segments", new ArrayList<Object>(List.of("0")));
-        d.put("hash", digestHash.luksName());
-        d.put("iterations", digestIterations);
-        d.put("salt", Base64.getEncoder().encodeToString(digestSalt));
-        d.put("digest", Base64.getEncoder().encodeToString(digest));
-        Map<String, Object> digests = new LinkedHashMap<>();
-        digests.put("0", d);
-        json.put("digests", digests);
-        Map<String, Object> config = new LinkedHashMap<>();
-        config.put("json_size", Long.toString(hdrSize - BINARY_BYTES));
-        config.put("keyslots_size", Long.toString(keyslotsSize));
-        json.put("config", config);
-
-        byte[][] binaries = new byte[2][];
-        for (int copy = 0; copy < 2; copy++) {
-            byte[] binary = new byte[BINARY_BYTES];
-            ByteBuffer view = ByteBuffer.wrap(binary);
-            view.put(0, copy == 0 ? MAGIC : SECONDARY_MAGIC);
-            view.putShort(VERSION, (short) 2);
-            view.putLong(HDR_SIZE, hdrSize);
-            view.putLong(SEQID, 0);
-            LuksIo.putCString(binary, LABEL, 48, label == null ? "" : label);
-            LuksIo.putCString(binary, CHECKSUM_ALG, 32, LuksHash.SHA256.luksName());
-            byte[] salt = new byte[64];
-            random.nextBytes(salt);
-            view.put(SALT, salt);
-            LuksIo.putCString(binary, UUID, 40, uuid);
-            view.putLong(HDR_OFFSET, copy == 0 ? 0 : hdrSize);
-            binaries[copy] = binary;
-        }
-        Metadata metadata = validate(json, hdrSize, device.name() + ": new LUKS2 header");
-        Luks2Header header = new Luks2Header(device, hdrSize, binaries[0], binaries[1], json, metadata);
+        Map<String, Object> json = Luks2JsonTree.forNewHeader(hdrSize, keyslotsSize, encryption, dataOffset, sectorSize,
+                digestHash, digestIterations, digestSalt, digest);
+        Luks2Copies copies = Luks2Copies.fresh(hdrSize, uuid, label, random);
+        Luks2Metadata metadata = Luks2Metadata.validate(json, hdrSize, device.name() + ": new LUKS2 header");
+        Luks2Header header = new Luks2Header(device, copies, json, metadata);
         header.commit();
         return header;
     }
@@ -571,24 +111,12 @@ public final class Luks2Header extends LuksHeader {
     private void commit() throws IOException {
         String text = LuksJson.write(json);
         byte[] jsonBytes = text.getBytes(StandardCharsets.UTF_8);
-        if (jsonBytes.length >= hdrSize - BINARY_BYTES) {
+        if (jsonBytes.length >= copies.jsonAreaBytes()) {
             throw new LuksHeaderException(device.name() + ": the LUKS2 metadata (" + jsonBytes.length
-                    + " bytes) no longer fits the " + (hdrSize - BINARY_BYTES) + "-byte JSON area; remove a keyslot or token");
+                    + " bytes) no longer fits the " + copies.jsonAreaBytes() + "-byte JSON area; remove a keyslot or token");
         }
-        Metadata updated = validate(json, hdrSize, device.name() + ": updated LUKS2 header");
-        long seqid = ByteBuffer.wrap(primaryBinary).getLong(SEQID) + 1;
-        for (byte[] binary : new byte[][] {primaryBinary, secondaryBinary}) {
-            ByteBuffer.wrap(binary).putLong(SEQID, seqid);
-            byte[] copy = new byte[(int) hdrSize];
-            System.arraycopy(binary, 0, copy, 0, BINARY_BYTES);
-            Arrays.fill(copy, CHECKSUM, CHECKSUM + CHECKSUM_BYTES, (byte) 0);
-            System.arraycopy(jsonBytes, 0, copy, BINARY_BYTES, jsonBytes.length);
-            byte[] sum = checksum(copy, LuksHash.forName(LuksIo.cString(binary, CHECKSUM_ALG, 32)));
-            System.arraycopy(sum, 0, copy, CHECKSUM, sum.length);
-            System.arraycopy(copy, 0, binary, 0, BINARY_BYTES);
-            LuksIo.write(device, ByteBuffer.wrap(binary).getLong(HDR_OFFSET), copy);
-        }
-        device.flush();
+        Luks2Metadata updated = Luks2Metadata.validate(json, copies.hdrSize(), device.name() + ": updated LUKS2 header");
+        copies.write(device, jsonBytes);
         metadata = updated;
     }
 
@@ -608,41 +136,7 @@ public final class Luks2Header extends LuksHeader {
         Keyslot keyslot = new Keyslot(slot, kdf, salt, offset, size, metadata.encryption(), key.length(), key.length(),
                 AfSplitter.LUKS_STRIPES, LuksHash.SHA256);
         writeKeyMaterial(keyslot, key.bytes(), newPassphrase);
-
-        Map<String, Object> entry = new LinkedHashMap<>();
-        entry.put("type", "luks2");
-        entry.put("key_size", key.length());
-        Map<String, Object> af = new LinkedHashMap<>();
-        af.put("type", "luks1");
-        af.put("stripes", AfSplitter.LUKS_STRIPES);
-        af.put("hash", LuksHash.SHA256.luksName());
-        entry.put("af", af);
-        Map<String, Object> area = new LinkedHashMap<>();
-        area.put("type", "raw");
-        area.put("offset", Long.toString(offset));
-        area.put("size", Long.toString(size));
-        area.put("encryption", metadata.encryption());
-        area.put("key_size", key.length());
-        entry.put("area", area);
-        Map<String, Object> kdfJson = new LinkedHashMap<>();
-        kdfJson.put("type", kdf.typeName());
-        if (kdf instanceof Kdf.Pbkdf2 pbkdf2) {
-            kdfJson.put("hash", pbkdf2.hash().luksName());
-            kdfJson.put("iterations", pbkdf2.iterations());
-        } else if (kdf instanceof Kdf.Argon2 argon2) {
-            kdfJson.put("time", argon2.time());
-            kdfJson.put("memory", argon2.memoryKiB());
-            kdfJson.put("cpus", argon2.parallelism());
-        }
-        kdfJson.put("salt", Base64.getEncoder().encodeToString(salt));
-        entry.put("kdf", kdfJson);
-
-        Map<String, Object> keyslots = jsonMap(json, "keyslots");
-        keyslots.put(Integer.toString(slot), entry);
-        json.put("keyslots", sortedByNumber(keyslots));
-        List<Object> bound = jsonList(jsonMap(jsonMap(json, "digests"), digestId), "keyslots");
-        bound.add(Integer.toString(slot));
-        bound.sort(Comparator.comparingInt(o -> Integer.parseInt((String) o)));
+        Luks2JsonTree.addKeyslot(json, keyslot, digestId);
         commit();
     }
 
@@ -654,15 +148,7 @@ public final class Luks2Header extends LuksHeader {
             throw new IllegalArgumentException(device.name() + ": keyslot " + slot + " is not active; active keyslots: "
                     + activeKeyslots());
         }
-        String id = Integer.toString(slot);
-        jsonMap(json, "keyslots").remove(id);
-        for (String group : new String[] {"digests", "tokens"}) {
-            for (Object member : jsonMap(json, group).values()) {
-                if (member instanceof Map<?, ?> m && m.get("keyslots") instanceof List<?> list) {
-                    list.remove(id);
-                }
-            }
-        }
+        Luks2JsonTree.removeKeyslot(json, slot);
         commit();
         LuksIo.wipeRandom(device, removed.keyslot().areaOffset(), removed.keyslot().areaLength(), random);
         device.flush();
@@ -670,8 +156,8 @@ public final class Luks2Header extends LuksHeader {
 
     /** The lowest 4 KiB-aligned offset in the keyslots area where {@code size} bytes touch no keyslot area. */
     private long freeArea(long size) throws LuksHeaderException {
-        long candidate = 2 * hdrSize;
-        long end = 2 * hdrSize + metadata.keyslotsSize();
+        long candidate = 2 * copies.hdrSize();
+        long end = 2 * copies.hdrSize() + metadata.keyslotsSize();
         List<Keyslot> taken = new ArrayList<>();
         for (Slot s : metadata.slots().values()) {
             taken.add(s.keyslot());
@@ -699,26 +185,6 @@ public final class Luks2Header extends LuksHeader {
         throw new LuksHeaderException(device.name() + ": no digest covers the data segment; the header cannot verify a volume key");
     }
 
-    @SuppressWarnings("unchecked")
-    private static Map<String, Object> jsonMap(Map<String, Object> parent, String key) {
-        return (Map<String, Object>) parent.get(key);
-    }
-
-    @SuppressWarnings("unchecked")
-    private static List<Object> jsonList(Map<String, Object> parent, String key) {
-        return (List<Object>) parent.get(key);
-    }
-
-    private static Map<String, Object> sortedByNumber(Map<String, Object> members) {
-        List<String> keys = new ArrayList<>(members.keySet());
-        keys.sort(Comparator.comparingInt(Integer::parseInt));
-        Map<String, Object> sorted = new LinkedHashMap<>();
-        for (String k : keys) {
-            sorted.put(k, members.get(k));
-        }
-        return sorted;
-    }
-
     // ---- queries ---------------------------------------------------------------------------------------
 
     @Override
@@ -728,22 +194,22 @@ public final class Luks2Header extends LuksHeader {
 
     @Override
     public String uuid() {
-        return LuksIo.cString(primaryBinary, UUID, 40);
+        return copies.uuid();
     }
 
     /** The header's label (empty if none). */
     public String label() {
-        return LuksIo.cString(primaryBinary, LABEL, 48);
+        return copies.label();
     }
 
     /** The update counter, bumped by every metadata write. */
     public long seqid() {
-        return ByteBuffer.wrap(primaryBinary).getLong(SEQID);
+        return copies.seqid();
     }
 
     /** Bytes of one header copy (binary header plus JSON area). */
     public long headerCopyBytes() {
-        return hdrSize;
+        return copies.hdrSize();
     }
 
     /** The data segment's length in bytes, or -1 when it extends to the end of the device ("dynamic"). */
@@ -783,7 +249,7 @@ public final class Luks2Header extends LuksHeader {
 
     @Override
     public long headerAreaBytes() {
-        return 2 * hdrSize + metadata.keyslotsSize();
+        return 2 * copies.hdrSize() + metadata.keyslotsSize();
     }
 
     @Override
@@ -849,11 +315,11 @@ public final class Luks2Header extends LuksHeader {
         out.append("LUKS header information\n");
         out.append("Version:       \t2\n");
         out.append("Epoch:         \t").append(seqid()).append('\n');
-        out.append("Metadata area: \t").append(hdrSize).append(" [bytes]\n");
+        out.append("Metadata area: \t").append(copies.hdrSize()).append(" [bytes]\n");
         out.append("Keyslots area: \t").append(metadata.keyslotsSize()).append(" [bytes]\n");
         out.append("UUID:          \t").append(uuid()).append('\n');
         out.append("Label:         \t").append(label().isEmpty() ? "(no label)" : label()).append('\n');
-        String subsystem = LuksIo.cString(primaryBinary, SUBSYSTEM, 48);
+        String subsystem = copies.subsystem();
         out.append("Subsystem:     \t").append(subsystem.isEmpty() ? "(no subsystem)" : subsystem).append("\n\n");
         out.append("Data segments:\n");
         out.append("  ").append(metadata.segmentId()).append(": crypt\n");
@@ -892,7 +358,8 @@ public final class Luks2Header extends LuksHeader {
         return out.toString();
     }
 
-    private static LuksHeaderException corrupt(String name, String what) {
+    /** The refusal every check of the binary copies and the JSON ends in, with the way out. */
+    static LuksHeaderException corrupt(String name, String what) {
         return new LuksHeaderException(name + " is corrupt: " + what
                 + "; restore it from a header backup (cryptsetup luksHeaderRestore) or try cryptsetup repair");
     }

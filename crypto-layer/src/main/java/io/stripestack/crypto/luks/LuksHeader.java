@@ -56,7 +56,7 @@ public abstract sealed class LuksHeader implements Closeable permits Luks1Header
         }
         byte[] probe = LuksIo.read(device, 0, PROBE_BYTES);
         if (!Arrays.equals(probe, 0, MAGIC.length, MAGIC, 0, MAGIC.length)) {
-            long secondary = Luks2Header.findSecondaryCopy(device);
+            long secondary = Luks2Copies.findSecondaryCopy(device);
             if (secondary > 0) {
                 throw new LuksHeaderException(device.name() + ": the primary LUKS2 header at byte 0 is damaged (no LUKS magic), "
                         + "but a secondary copy exists at byte " + secondary + "; run 'cryptsetup repair " + device.name()

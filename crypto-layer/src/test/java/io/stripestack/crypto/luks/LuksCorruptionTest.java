@@ -2,6 +2,7 @@ package io.stripestack.crypto.luks;
 
 import static io.stripestack.crypto.luks.LuksTestSupport.bytes;
 import static io.stripestack.crypto.luks.LuksTestSupport.cheap;
+import static io.stripestack.crypto.luks.LuksTestSupport.editLuks2Json;
 import static io.stripestack.crypto.luks.LuksTestSupport.flip;
 import static io.stripestack.crypto.luks.LuksTestSupport.memory;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -12,8 +13,6 @@ import static org.junit.jupiter.api.Assertions.fail;
 import io.stripestack.blockdev.MemoryBlockDevice;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.util.Arrays;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 
@@ -86,34 +85,34 @@ class LuksCorruptionTest {
     @Test
     void luks2MalformedJsonWithValidChecksumsIsRefused() throws IOException {
         MemoryBlockDevice device = luks2();
-        rewriteJson(device, json -> json.substring(0, json.length() / 2));
+        editLuks2Json(device, json -> json.substring(0, json.length() / 2));
         assertMentions(refusal(device), "JSON", "corrupt");
 
         device = luks2();
-        rewriteJson(device, json -> json.replace("\"keyslots\":{\"0\"", "\"keyslots\":{\"0\":1,\"0\""));
+        editLuks2Json(device, json -> json.replace("\"keyslots\":{\"0\"", "\"keyslots\":{\"0\":1,\"0\""));
         assertMentions(refusal(device), "malformed JSON");
 
         device = luks2();
-        rewriteJson(device, json -> json.replace("\"segments\"", "\"segmentz\""));
+        editLuks2Json(device, json -> json.replace("\"segments\"", "\"segmentz\""));
         assertMentions(refusal(device), "object 'segments' is missing");
     }
 
     @Test
     void luks2InconsistentOffsetsAreRefused() throws IOException {
         MemoryBlockDevice device = luks2();
-        rewriteJson(device, json -> json.replace("\"offset\":\"16777216\"", "\"offset\":\"1048576\""));
+        editLuks2Json(device, json -> json.replace("\"offset\":\"16777216\"", "\"offset\":\"1048576\""));
         assertMentions(refusal(device), "keyslots area ends at byte 16777216, beyond the data offset 1048576");
 
         device = luks2();
-        rewriteJson(device, json -> json.replace("\"offset\":\"32768\"", "\"offset\":\"16760832\""));
+        editLuks2Json(device, json -> json.replace("\"offset\":\"32768\"", "\"offset\":\"16760832\""));
         assertMentions(refusal(device), "keyslots.0.area", "inside the keyslots area");
 
         device = luks2();
-        rewriteJson(device, json -> json.replace("\"json_size\":\"12288\"", "\"json_size\":\"8192\""));
+        editLuks2Json(device, json -> json.replace("\"json_size\":\"12288\"", "\"json_size\":\"8192\""));
         assertMentions(refusal(device), "json_size");
 
         device = luks2();
-        rewriteJson(device, json -> json.replace("\"stripes\":4000", "\"stripes\":4"));
+        editLuks2Json(device, json -> json.replace("\"stripes\":4000", "\"stripes\":4"));
         assertMentions(refusal(device), "stripes");
     }
 
@@ -121,7 +120,7 @@ class LuksCorruptionTest {
     void argon2CostBeyondTheHeapIsRefusedNotAttempted() throws IOException {
         MemoryBlockDevice device = memory(20);
         LuksFormatter.format(device, cheap(LuksFormatOptions.luks2()), PASS, volumeKey(64));
-        rewriteJson(device, json -> json.replace("\"memory\":32,", "\"memory\":4194304,"));
+        editLuks2Json(device, json -> json.replace("\"memory\":32,", "\"memory\":4194304,"));
         LuksHeader header = LuksHeader.read(device);
         LuksHeaderException e = assertThrows(LuksHeaderException.class, () -> header.unlock(PASS, "pass"));
         assertMentions(e.getMessage(), "keyslot 0 needs 4096 MiB", "-Xmx");
@@ -232,7 +231,7 @@ class LuksCorruptionTest {
             }
             LuksIo.write(pristine, 0, image);
             String mutated = LuksJson.write(tree);
-            rewriteJson(pristine, text -> mutated);
+            editLuks2Json(pristine, text -> mutated);
             try {
                 try (VolumeKey key64 = LuksHeader.read(pristine).unlock(PASS, "pass")) {
                     assertArrayEquals(volumeKey(64), key64.bytes(), mutation);
@@ -252,28 +251,5 @@ class LuksCorruptionTest {
             end++;
         }
         return new String(copy, 4096, end - 4096, StandardCharsets.UTF_8);
-    }
-
-    /** Replaces the JSON text of both LUKS2 copies and recomputes their SHA-256 checksums. */
-    private static void rewriteJson(MemoryBlockDevice device, java.util.function.UnaryOperator<String> edit) throws IOException {
-        for (long copyOffset : new long[] {0, HDR}) {
-            byte[] copy = LuksIo.read(device, copyOffset, HDR);
-            int end = 4096;
-            while (copy[end] != 0) {
-                end++;
-            }
-            String json = new String(copy, 4096, end - 4096, StandardCharsets.UTF_8);
-            byte[] edited = edit.apply(json).getBytes(StandardCharsets.UTF_8);
-            Arrays.fill(copy, 4096, HDR, (byte) 0);
-            System.arraycopy(edited, 0, copy, 4096, edited.length);
-            Arrays.fill(copy, 448, 512, (byte) 0);
-            try {
-                byte[] sum = MessageDigest.getInstance("SHA-256").digest(copy);
-                System.arraycopy(sum, 0, copy, 448, sum.length);
-            } catch (java.security.NoSuchAlgorithmException e) {
-                throw new AssertionError(e);
-            }
-            LuksIo.write(device, copyOffset, copy);
-        }
     }
 }
