@@ -9,7 +9,7 @@ import io.stripestack.crypto.CryptoBlockDevice;
 import io.stripestack.crypto.SectorCipher;
 import io.stripestack.raid5.Raid5Array;
 import io.stripestack.bench.ResultTable.Column;
-import io.stripestack.target.config.Sizes;
+import io.stripestack.targetserver.config.Sizes;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.security.SecureRandom;

@@ -1,9 +1,9 @@
 package io.stripestack.bench;
 
-import io.stripestack.target.config.ConfigException;
-import io.stripestack.target.config.ConfigLoader;
-import io.stripestack.target.config.StripestackConfig;
-import io.stripestack.target.server.StripestackServer;
+import io.stripestack.targetserver.config.ConfigException;
+import io.stripestack.targetserver.config.ConfigLoader;
+import io.stripestack.targetserver.config.StripestackConfig;
+import io.stripestack.targetserver.server.StripestackServer;
 import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;

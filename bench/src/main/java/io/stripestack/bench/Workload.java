@@ -1,6 +1,6 @@
 package io.stripestack.bench;
 
-import io.stripestack.target.config.Sizes;
+import io.stripestack.targetserver.config.Sizes;
 
 /**
  * One load pattern for {@link LoadRunner}: what each of {@code queueDepth} threads issues until

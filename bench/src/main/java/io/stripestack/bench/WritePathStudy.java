@@ -3,7 +3,7 @@ package io.stripestack.bench;
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.raid5.Raid5Array;
 import io.stripestack.bench.ResultTable.Column;
-import io.stripestack.target.config.Sizes;
+import io.stripestack.targetserver.config.Sizes;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;

@@ -1,6 +1,6 @@
 package io.stripestack.cli;
 
-import io.stripestack.target.control.AdminServer;
+import io.stripestack.targetserver.control.AdminServer;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;

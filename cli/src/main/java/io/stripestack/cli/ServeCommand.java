@@ -1,9 +1,9 @@
 package io.stripestack.cli;
 
-import io.stripestack.target.config.ConfigLoader;
-import io.stripestack.target.config.StripestackConfig;
-import io.stripestack.target.server.DefaultConfig;
-import io.stripestack.target.server.StripestackServer;
+import io.stripestack.targetserver.config.ConfigLoader;
+import io.stripestack.targetserver.config.StripestackConfig;
+import io.stripestack.targetserver.server.DefaultConfig;
+import io.stripestack.targetserver.server.StripestackServer;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;

@@ -1,16 +1,16 @@
 package io.stripestack.cli;
 
-import static io.stripestack.target.testing.ExternalTools.run;
+import static io.stripestack.targetserver.testing.ExternalTools.run;
 import static io.stripestack.cli.CliRunner.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.stripestack.target.config.ConfigLoader;
-import io.stripestack.target.server.StripestackServer;
-import io.stripestack.target.testing.ExternalTools;
-import io.stripestack.target.testing.ExternalTools.Result;
+import io.stripestack.targetserver.config.ConfigLoader;
+import io.stripestack.targetserver.server.StripestackServer;
+import io.stripestack.targetserver.testing.ExternalTools;
+import io.stripestack.targetserver.testing.ExternalTools.Result;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -6,8 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.stripestack.target.config.ConfigLoader;
-import io.stripestack.target.server.StripestackServer;
+import io.stripestack.targetserver.config.ConfigLoader;
+import io.stripestack.targetserver.server.StripestackServer;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;

@@ -2,7 +2,7 @@ package io.stripestack.bench.soak;
 
 import io.stripestack.raid5.Raid5Array;
 import io.stripestack.raid5.Raid5Files;
-import io.stripestack.target.control.AdminServer;
+import io.stripestack.targetserver.control.AdminServer;
 import java.io.IOException;
 import java.nio.file.Path;
 

@@ -1,11 +1,11 @@
 package io.stripestack.bench.soak;
 
 import io.stripestack.raid5.Raid5Array;
-import io.stripestack.target.config.StripestackConfig;
-import io.stripestack.target.config.StripestackConfig.Portal;
-import io.stripestack.target.config.StripestackConfig.ServerConfig;
-import io.stripestack.target.server.LunStack;
-import io.stripestack.target.server.StripestackServer;
+import io.stripestack.targetserver.config.StripestackConfig;
+import io.stripestack.targetserver.config.StripestackConfig.Portal;
+import io.stripestack.targetserver.config.StripestackConfig.ServerConfig;
+import io.stripestack.targetserver.server.LunStack;
+import io.stripestack.targetserver.server.StripestackServer;
 import java.io.Closeable;
 import java.io.IOException;
 import java.util.List;

@@ -1,0 +1,84 @@
+package io.stripestack.targetserver.config;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A whole configuration file, validated: every path resolved, every number in range. Immutable.
+ * The keys and their meaning are documented in docs/configuration.md.
+ */
+public record StripestackConfig(Path file, Path dataDir, ServerConfig server, Map<String, ArrayConfig> arrays,
+        List<TargetConfig> targets) {
+
+    /**
+     * Bind addresses, what SendTargets advertises (empty: the address each discovery connection arrived
+     * on, so port 0 and wildcard binds advertise something reachable), and iSCSI limits offered at login.
+     */
+    public record ServerConfig(List<Portal> portals, List<Portal> advertise, int portalGroupTag, int queueDepth,
+            int ioThreads, int maxRecvDataSegmentLength, int maxBurstLength, int firstBurstLength,
+            boolean immediateData, boolean initialR2T, int nopInIntervalSeconds, Path adminSocket,
+            Portal metrics, long readaheadBudget, long writeBufferBudget, SessionLimits sessionLimits) {
+    }
+
+    /**
+     * What one initiator may hold of the server: Data-In of reads not yet taken (per session and in
+     * total), connections, and the first delay after a failed CHAP login (doubling per failure).
+     */
+    public record SessionLimits(long dataInBudget, long dataInPerSession, int maxConnections, long authFailureDelayMillis) {
+    }
+
+    public record Portal(String host, int port) {
+        @Override
+        public String toString() {
+            return (host.contains(":") ? "[" + host + "]" : host) + ":" + port;
+        }
+    }
+
+    /**
+     * One md-compatible RAID-5 array. {@code createMemberSize} > 0 means: create the members with that
+     * size when none of them exists yet (the embedded default does this).
+     */
+    public record ArrayConfig(String name, List<Path> members, List<Path> spares, int chunkBytes, String layout,
+            long createMemberSize, boolean createSparse, int stripeCacheSize, boolean checkParityOnReads,
+            boolean direct, boolean startDirtyDegraded) {
+    }
+
+    public record ChapConfig(String user, char[] secret) {
+        @Override
+        public String toString() {
+            return "ChapConfig[user=" + user + ", secret=<hidden>]";
+        }
+    }
+
+    public record TargetConfig(String iqn, String alias, List<String> allowedInitiators, ChapConfig chap,
+            ChapConfig mutualChap, List<LunConfig> luns) {
+    }
+
+    /** What a LUN's stack stands on: an array by name, or a file (created with {@code createSize} if missing). */
+    public record BackingConfig(String array, Path file, long createSize, boolean ram) {
+    }
+
+    /**
+     * The optional crypto layer. Either plain dm-crypt parameters (cipher, key from key file or
+     * passphrase file + hash, offset, skip, sector size) or {@code luks = true}: cipher, key size, offset
+     * and sector size come from the LUKS header on the device below, unlocked with the key/passphrase file.
+     * {@code createKey}: write a new random key file when it is missing and the device below was created
+     * in this same start (never for existing data: a new key would make it unreadable).
+     * {@code allowDiscards}: pass discards (UNMAP) down to the device below, like dm-crypt's
+     * {@code allow_discards}; it reveals which sectors are unused. With LUKS2 the header's persistent
+     * {@code allow-discards} flag allows them too.
+     */
+    public record CryptoConfig(boolean luks, String cipher, int keyBits, Path keyFile, Path passphraseFile,
+            String hash, long offsetSectors, long skipSectors, int sectorSize, boolean ivLargeSectors,
+            boolean createKey, boolean allowDiscards) {
+    }
+
+    /** {@code readAheadKb < 0} means the default: two full stripes of the device below. */
+    public record ReadaheadConfig(int readAheadKb, boolean belowCrypto) {
+    }
+
+    public record LunConfig(int lun, BackingConfig backing, CryptoConfig crypto, ReadaheadConfig readahead,
+            boolean readOnly, String serial) {
+    }
+}

@@ -1,0 +1,185 @@
+package io.stripestack.targetserver.iscsi;
+
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.IoHandlerFactory;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.ServerChannel;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.util.concurrent.Future;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The iSCSI target transport (RFC 7143, ErrorRecoveryLevel 0, one connection per session) on Netty:
+ * listens on the configured addresses, logs initiators in to the configured targets and hands
+ * their SCSI commands to each target's {@link io.stripestack.targetserver.scsi.ScsiCommandRouter} on the
+ * given I/O executor.
+ *
+ * <p>Lifecycle: construct, {@link #start()}, {@link #close()} (graceful: stops accepting, waits up
+ * to the drain timeout for executing commands to answer, then closes every connection). Uses epoll
+ * when available, NIO otherwise.
+ *
+ * <p>Concurrency: start and close are synchronized on the server; each connection lives on one
+ * event loop thread; commands run on the caller's executor, which the caller owns and shuts down.
+ */
+public final class IscsiServer implements AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(IscsiServer.class);
+
+    private final ServerContext context;
+    private final List<Channel> serverChannels = new ArrayList<>();
+    private EventLoopGroup acceptGroup;
+    private EventLoopGroup ioGroup;
+
+    /**
+     * @param settings   transport settings
+     * @param targets    the targets to serve (distinct IQNs); their routers must stay usable until close
+     * @param ioExecutor runs SCSI commands (blocking device I/O); never a Netty event loop
+     */
+    public IscsiServer(IscsiServerSettings settings, List<IscsiTargetDefinition> targets, Executor ioExecutor) {
+        this.context = new ServerContext(Objects.requireNonNull(settings, "settings"),
+                Objects.requireNonNull(targets, "targets"), Objects.requireNonNull(ioExecutor, "ioExecutor"));
+    }
+
+    /** Binds every configured address; on failure nothing stays bound and the error names the address. */
+    public synchronized void start() throws IOException {
+        if (acceptGroup != null) {
+            throw new IllegalStateException("iSCSI server already started");
+        }
+        boolean epoll = Epoll.isAvailable();
+        IoHandlerFactory factory = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+        Class<? extends ServerChannel> channelClass = epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
+        acceptGroup = new MultiThreadIoEventLoopGroup(1, factory);
+        ioGroup = new MultiThreadIoEventLoopGroup(0, factory);
+        ServerBootstrap bootstrap = new ServerBootstrap()
+                .group(acceptGroup, ioGroup)
+                .channel(channelClass)
+                .option(ChannelOption.SO_BACKLOG, 256)
+                .option(ChannelOption.SO_REUSEADDR, true)
+                .childOption(ChannelOption.TCP_NODELAY, true)
+                .childOption(ChannelOption.SO_KEEPALIVE, true)
+                .childHandler(new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel ch) {
+                        PduDecoder decoder = new PduDecoder();
+                        PduEncoder encoder = new PduEncoder();
+                        ch.pipeline().addLast("pduDecoder", decoder)
+                                .addLast("pduEncoder", encoder)
+                                .addLast("iscsi", new IscsiConnection(context, decoder, encoder));
+                    }
+                });
+        for (InetSocketAddress address : context.settings.bindAddresses()) {
+            try {
+                serverChannels.add(bootstrap.bind(address).syncUninterruptibly().channel());
+            } catch (Exception e) {
+                for (Channel bound : serverChannels) {
+                    bound.close().syncUninterruptibly();
+                }
+                serverChannels.clear();
+                shutdownGroups();
+                throw new IOException("iSCSI: cannot listen on " + address + " (" + e.getMessage()
+                        + "): free the port or change the bind address", e);
+            }
+        }
+        log.info("iSCSI target listening on {} ({}), targets {}", boundAddresses(), epoll ? "epoll" : "nio",
+                context.targets().stream().map(IscsiTargetDefinition::iqn).toList());
+    }
+
+    /** The addresses actually bound, in configuration order (port 0 resolved). */
+    public synchronized List<InetSocketAddress> boundAddresses() {
+        List<InetSocketAddress> addresses = new ArrayList<>();
+        for (Channel ch : serverChannels) {
+            SocketAddress local = ch.localAddress();
+            if (local instanceof InetSocketAddress) {
+                addresses.add((InetSocketAddress) local);
+            }
+        }
+        return addresses;
+    }
+
+    /** The bound TCP ports, in configuration order. */
+    public List<Integer> boundPorts() {
+        return boundAddresses().stream().map(InetSocketAddress::getPort).toList();
+    }
+
+    /** The first bound port (the usual single-address case). */
+    public int boundPort() {
+        List<Integer> ports = boundPorts();
+        if (ports.isEmpty()) {
+            throw new IllegalStateException("iSCSI server is not started");
+        }
+        return ports.get(0);
+    }
+
+    /** Live connections (logged in or logging in); for monitoring. */
+    public int connectionCount() {
+        return context.connections.size();
+    }
+
+    /** The write buffer budget's current use and counters (see {@link IscsiServerSettings#writeBufferBudget()}). */
+    public WriteBufferStats writeBufferStats() {
+        return context.writeBuffers.stats();
+    }
+
+    /** Both buffer budgets at once, for status and metrics. */
+    public BufferStats bufferStats() {
+        return new BufferStats(writeBufferStats(), dataInStats());
+    }
+
+    /** The Data-In budget's current use and counters (see {@link IscsiServerSettings#dataInBudget()}). */
+    public DataInStats dataInStats() {
+        return context.dataIn.stats();
+    }
+
+    /**
+     * Graceful stop: closes the listeners, lets executing commands answer (up to the drain timeout),
+     * closes every connection and stops the event loops. Idempotent.
+     */
+    @Override
+    public synchronized void close() {
+        if (acceptGroup == null) {
+            return;
+        }
+        for (Channel ch : serverChannels) {
+            ch.close().syncUninterruptibly();
+        }
+        serverChannels.clear();
+        long deadline = System.nanoTime() + context.settings.drainTimeout().toNanos();
+        List<Future<Void>> drains = new ArrayList<>();
+        for (IscsiConnection connection : context.connections) {
+            drains.add(connection.drain());
+        }
+        for (Future<Void> drain : drains) {
+            long left = deadline - System.nanoTime();
+            if (!drain.awaitUninterruptibly(Math.max(0, left), TimeUnit.NANOSECONDS)) {
+                log.warn("iSCSI: commands still executing after the drain timeout {}; closing anyway",
+                        context.settings.drainTimeout());
+            }
+        }
+        shutdownGroups();
+        log.info("iSCSI target stopped");
+    }
+
+    private void shutdownGroups() {
+        ioGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+        acceptGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+        acceptGroup = null;
+        ioGroup = null;
+    }
+}

@@ -1,0 +1,231 @@
+package io.stripestack.targetserver.iscsi;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.util.concurrent.ScheduledFuture;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The login phase of one connection on the wire: joins login requests continued with the C bit,
+ * bounds their text, hands whole requests to the {@link LoginNegotiator} and answers them, holds a
+ * request that answers a CHAP challenge until the server's {@link AuthFailureThrottle} gives it its
+ * turn, and enters the full feature phase through the connection. A connection that does not
+ * finish its login within the login timeout is closed.
+ *
+ * <p>Concurrency: owned by the connection's event loop, like the connection.
+ */
+final class LoginPhase {
+    private static final Logger log = LoggerFactory.getLogger(LoginPhase.class);
+    /** The whole text of one login request, all its PDUs together. */
+    private static final int MAX_REQUEST_TEXT = 64 * 1024;
+
+    private final IscsiConnection connection;
+    private final ServerContext server;
+    private final ChannelHandlerContext ctx;
+    private final LoginNegotiator negotiator;
+    private boolean started;
+    private long isid;
+    private ByteBuf text;
+    /** A request waits for the CHAP failure throttle: nothing else is read meanwhile. */
+    private boolean deferred;
+    private ScheduledFuture<?> timer;
+
+    LoginPhase(IscsiConnection connection, ServerContext server, ChannelHandlerContext ctx) {
+        this.connection = connection;
+        this.server = server;
+        this.ctx = ctx;
+        this.negotiator = new LoginNegotiator(server.settings, server::target);
+        long timeoutMillis = server.settings.loginTimeout().toMillis();
+        timer = ctx.executor().schedule(this::timedOut, timeoutMillis, TimeUnit.MILLISECONDS);
+    }
+
+    LoginNegotiator negotiator() {
+        return negotiator;
+    }
+
+    boolean deferred() {
+        return deferred;
+    }
+
+    /** The login ended (full feature phase, or the connection closed): its timer and text go. */
+    void end() {
+        if (timer != null) {
+            timer.cancel(false);
+            timer = null;
+        }
+        if (text != null) {
+            text.release();
+            text = null;
+        }
+    }
+
+    private void timedOut() {
+        if (timer != null) {
+            log.info("{}: login not completed within {}; closing", connection.remote(), server.settings.loginTimeout());
+            ctx.close();
+        }
+    }
+
+    void onPdu(IscsiPdu pdu) {
+        ByteBuf h = pdu.header();
+        if (deferred) {
+            // the initiator must wait for the answer to its request before it sends another
+            connection.closeNow();
+            return;
+        }
+        if (pdu.rejectReason() != 0 || pdu.opcode() != Bhs.OP_LOGIN_REQUEST) {
+            // RFC 7143 section 6.1: anything but a Login Request during login ends the connection; in
+            // the middle of CHAP it is a failed authentication, which the failure throttle counts
+            log.info("{}: opcode 0x{} during login; rejecting the login", connection.remote(),
+                    Integer.toHexString(pdu.opcode()));
+            boolean inChap = negotiator.awaitsChapResponse();
+            if (inChap) {
+                chapVerdict(true, false);
+            }
+            refuse(h, inChap ? LoginNegotiator.STATUS_AUTHENTICATION_FAILURE : LoginNegotiator.STATUS_INVALID_DURING_LOGIN,
+                    0, null);
+            return;
+        }
+        int flags = Bhs.flags(h);
+        boolean continues = (flags & 0x40) != 0;
+        int currentStage = (flags >> 2) & 3;
+        if (!started) {
+            // first request of the connection: sequence numbers start here
+            started = true;
+            isid = h.getLong(Bhs.OFF_ISID) >>> 16; // the 6-byte ISID and the TSIH after it
+            connection.sequence().start(h.getInt(Bhs.OFF_EXP_STAT_SN), Bhs.cmdSn(h), server.settings.queueDepth());
+        }
+        if (h.getUnsignedShort(Bhs.OFF_TSIH) != 0) {
+            // adding a connection to an existing session (a TSIH) needs MaxConnections > 1
+            refuse(h, LoginNegotiator.STATUS_SESSION_DOES_NOT_EXIST, currentStage, null);
+            return;
+        }
+        ByteBuf data = pdu.data();
+        if (data.isReadable()) {
+            if (text == null) {
+                text = ctx.alloc().heapBuffer(data.readableBytes());
+            }
+            if (text.readableBytes() + data.readableBytes() > MAX_REQUEST_TEXT) {
+                refuse(h, LoginNegotiator.STATUS_INITIATOR_ERROR, currentStage, "request text over 64 KiB");
+                return;
+            }
+            text.writeBytes(data, data.readerIndex(), data.readableBytes());
+        }
+        if (continues) {
+            // the initiator's text continues in the next request: acknowledge with an empty response
+            respond(h, currentStage << 2, LoginNegotiator.STATUS_SUCCESS, null, currentStage, 0);
+            return;
+        }
+        Set<String> repeated = new HashSet<>();
+        Map<String, String> keys = text == null ? Map.of() : TextParameters.parse(text, repeated);
+        if (text != null) {
+            text.release();
+            text = null;
+        }
+        if (!repeated.isEmpty()) {
+            // RFC 7143 section 6.2: a key declared twice is a negotiation error
+            refuse(h, negotiator.awaitsChapResponse() ? LoginNegotiator.STATUS_AUTHENTICATION_FAILURE
+                    : LoginNegotiator.STATUS_INITIATOR_ERROR, currentStage, "key declared twice: " + repeated);
+            return;
+        }
+        process(h, keys);
+    }
+
+    /**
+     * Answers one whole login request. A request that answers a CHAP challenge first claims its
+     * turn from the server's failure throttle, and waits (reading nothing) while its source address
+     * or initiator name is penalized for recent failures.
+     */
+    private void process(ByteBuf h, Map<String, String> keys) {
+        int flags = Bhs.flags(h);
+        boolean transit = (flags & 0x80) != 0;
+        int currentStage = (flags >> 2) & 3;
+        int nextStage = flags & 3;
+        boolean verifiesChap = negotiator.awaitsChapResponse();
+        if (verifiesChap) {
+            long wait = server.authFailures.tryClaim(connection.remoteHost(), initiatorName(), System.nanoTime());
+            if (wait > 0) {
+                defer(h.copy(h.readerIndex(), Bhs.LENGTH), keys, wait);
+                return;
+            }
+        }
+        LoginNegotiator.Step step = negotiator.process(currentStage, transit, nextStage, h.getByte(Bhs.OFF_VERSION_MIN) & 0xff, keys);
+        if (verifiesChap) {
+            chapVerdict(step.failed() || negotiator.chapAuthenticated(), negotiator.chapAuthenticated());
+        }
+        if (step.failed()) {
+            refuse(h, step.status, currentStage, null);
+            return;
+        }
+        if (TextParameters.encodedLength(step.keys) > PduDecoder.LOGIN_MAX_DATA_SEGMENT) {
+            // the answer must fit the 8192 bytes an initiator takes during login: only a request
+            // stuffed with keys nobody knows produces more
+            refuse(h, LoginNegotiator.STATUS_INITIATOR_ERROR, currentStage, "answer would exceed 8192 bytes");
+            return;
+        }
+        int responseFlags = (step.transit ? 0x80 : 0) | currentStage << 2 | (step.transit ? step.nextStage : 0);
+        int tsih = 0;
+        if (step.enteredFullFeature()) {
+            end();
+            tsih = connection.enterFullFeature(negotiator, isid);
+        }
+        respond(h, responseFlags, LoginNegotiator.STATUS_SUCCESS, step.keys, currentStage, tsih);
+        if (step.enteredFullFeature()) {
+            connection.fullFeatureAnswered();
+        }
+    }
+
+    private void defer(ByteBuf header, Map<String, String> keys, long waitNanos) {
+        deferred = true;
+        connection.updateAutoRead();
+        ctx.executor().schedule(() -> {
+            deferred = false;
+            try {
+                if (ctx.channel().isActive() && !connection.closing()) {
+                    connection.updateAutoRead();
+                    process(header, keys);
+                    ctx.flush();
+                }
+            } finally {
+                header.release();
+            }
+        }, waitNanos, TimeUnit.NANOSECONDS);
+    }
+
+    private void chapVerdict(boolean verified, boolean succeeded) {
+        server.authFailures.verdict(connection.remoteHost(), initiatorName(), verified, succeeded, System.nanoTime());
+    }
+
+    private String initiatorName() {
+        return String.valueOf(negotiator.initiatorName());
+    }
+
+    private void refuse(ByteBuf h, int status, int currentStage, String why) {
+        log.info("{}: login of {} refused with status 0x{}{}", connection.remote(), negotiator.initiatorName(),
+                String.format("%04x", status), why == null ? "" : " (" + why + ")");
+        respond(h, 0, status, null, currentStage, 0);
+        connection.closeAfterFlush();
+    }
+
+    private void respond(ByteBuf request, int flags, int status, Map<String, String> keys, int currentStage, int tsih) {
+        ByteBuf data = null;
+        if (keys != null && !keys.isEmpty()) {
+            data = ctx.alloc().buffer(256);
+            TextParameters.write(keys, data);
+        }
+        ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
+        int responseFlags = status == LoginNegotiator.STATUS_SUCCESS ? flags : currentStage << 2;
+        Bhs.begin(h, Bhs.OP_LOGIN_RESPONSE, responseFlags, data == null ? 0 : data.readableBytes());
+        h.setBytes(Bhs.OFF_ISID, request, Bhs.OFF_ISID, Bhs.ISID_LENGTH);
+        h.setShort(Bhs.OFF_TSIH, tsih);
+        h.setInt(Bhs.OFF_ITT, Bhs.itt(request));
+        connection.sequence().stamp(h);
+        h.setShort(Bhs.OFF_LOGIN_STATUS, status);
+        ctx.write(IscsiPdu.of(h, data), ctx.voidPromise());
+    }
+}

@@ -1,0 +1,131 @@
+package io.stripestack.targetserver.iscsi;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelHandlerContext;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Text requests of the full feature phase (RFC 7143 section 11.10): SendTargets, answered in pieces
+ * of the initiator's MaxRecvDataSegmentLength with the C bit and a TTT while more follows; every
+ * other key is NotUnderstood. SendTargets lists only targets this initiator may log in to.
+ *
+ * <p>Concurrency: owned by the connection's event loop.
+ */
+final class TextRequests {
+    private final IscsiConnection connection;
+    private final ServerContext server;
+    private final ChannelHandlerContext ctx;
+    private final NegotiatedParameters params;
+    /** The target of a normal session (SendTargets=All names only it); null in a discovery session. */
+    private final IscsiTargetDefinition sessionTarget;
+    private final String initiatorName;
+    private ByteBuf pending;
+    private int pendingTtt;
+
+    TextRequests(IscsiConnection connection, ServerContext server, ChannelHandlerContext ctx, NegotiatedParameters params,
+            IscsiTargetDefinition sessionTarget, String initiatorName) {
+        this.connection = connection;
+        this.server = server;
+        this.ctx = ctx;
+        this.params = params;
+        this.sessionTarget = sessionTarget;
+        this.initiatorName = initiatorName;
+    }
+
+    void request(ByteBuf h, ByteBuf data) {
+        connection.sequence().retire(Bhs.immediate(h));
+        int itt = Bhs.itt(h);
+        int ttt = Bhs.ttt(h);
+        if ((Bhs.flags(h) & 0x40) != 0) {
+            // multi-PDU text requests are not needed by SendTargets; refuse rather than guess
+            connection.sendReject(h, Bhs.REJECT_COMMAND_NOT_SUPPORTED);
+            return;
+        }
+        if (ttt != Bhs.RESERVED_TAG) {
+            if (pending != null && ttt == pendingTtt) {
+                sendChunk(itt, Bhs.lunField(h));
+            } else {
+                connection.sendReject(h, Bhs.REJECT_INVALID_PDU_FIELD);
+            }
+            return;
+        }
+        release();
+        Map<String, String> keys = TextParameters.parse(data);
+        ByteBuf response = ctx.alloc().buffer(256);
+        for (Map.Entry<String, String> e : keys.entrySet()) {
+            if (e.getKey().equals("SendTargets")) {
+                sendTargets(e.getValue(), response);
+            } else {
+                TextParameters.write(Map.of(e.getKey(), "NotUnderstood"), response);
+            }
+        }
+        pending = response;
+        pendingTtt = connection.nextTargetTransferTag();
+        sendChunk(itt, Bhs.lunField(h));
+    }
+
+    /** Drops an answer still waiting for its next piece (the connection closed). */
+    void release() {
+        if (pending != null) {
+            pending.release();
+            pending = null;
+        }
+    }
+
+    /** Sends the next piece of the pending text response; C bit and a TTT while more follows. */
+    private void sendChunk(int itt, long lunField) {
+        ByteBuf all = pending;
+        int length = Math.min(all.readableBytes(), params.initiatorMaxRecvDataSegmentLength);
+        boolean last = length == all.readableBytes();
+        ByteBuf chunk = all.readRetainedSlice(length);
+        ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
+        Bhs.begin(h, Bhs.OP_TEXT_RESPONSE, last ? Bhs.FINAL_BIT : 0x40, length);
+        h.setLong(Bhs.OFF_LUN, lunField);
+        h.setInt(Bhs.OFF_ITT, itt);
+        h.setInt(Bhs.OFF_TTT, last ? Bhs.RESERVED_TAG : pendingTtt);
+        connection.sequence().stamp(h);
+        ctx.write(IscsiPdu.of(h, chunk), ctx.voidPromise());
+        if (last) {
+            all.release();
+            pending = null;
+        }
+    }
+
+    /** SendTargets=All (discovery: every target this initiator may use; normal: this one) or =IQN. */
+    private void sendTargets(String which, ByteBuf out) {
+        for (IscsiTargetDefinition t : server.targets()) {
+            boolean wanted = "All".equals(which) ? sessionTarget == null || sessionTarget == t
+                    : which.isEmpty() ? sessionTarget == t : which.equals(t.iqn());
+            if (wanted && t.allows(initiatorName)) {
+                out.writeCharSequence("TargetName=" + t.iqn(), StandardCharsets.UTF_8);
+                out.writeByte(0);
+                for (String portal : portals()) {
+                    out.writeCharSequence("TargetAddress=" + portal + "," + server.settings.targetPortalGroupTag(),
+                            StandardCharsets.UTF_8);
+                    out.writeByte(0);
+                }
+            }
+        }
+    }
+
+    private List<String> portals() {
+        if (!server.settings.portalAddresses().isEmpty()) {
+            return server.settings.portalAddresses();
+        }
+        SocketAddress local = ctx.channel().localAddress();
+        if (local instanceof InetSocketAddress) {
+            InetSocketAddress inet = (InetSocketAddress) local;
+            String host = inet.getAddress().getHostAddress();
+            if (host.indexOf(':') >= 0) {
+                int scope = host.indexOf('%');
+                host = "[" + (scope >= 0 ? host.substring(0, scope) : host) + "]";
+            }
+            return List.of(host + ":" + inet.getPort());
+        }
+        return List.of();
+    }
+}

@@ -1,0 +1,383 @@
+package io.stripestack.targetserver.server;
+
+import io.stripestack.blockdev.BlockDevice;
+import io.stripestack.readahead.ReadaheadBudget;
+import io.stripestack.raid5.Raid5Array;
+import io.stripestack.raid5.Raid5Files;
+import io.stripestack.raid5.Raid5Options;
+import io.stripestack.raid5.Raid5Status;
+import io.stripestack.raid5.SyncProgress;
+import io.stripestack.targetserver.config.StripestackConfig;
+import io.stripestack.targetserver.config.StripestackConfig.ArrayConfig;
+import io.stripestack.targetserver.config.StripestackConfig.LunConfig;
+import io.stripestack.targetserver.config.StripestackConfig.Portal;
+import io.stripestack.targetserver.config.StripestackConfig.TargetConfig;
+import io.stripestack.targetserver.control.AdminServer;
+import io.stripestack.targetserver.control.ControlAttribute;
+import io.stripestack.targetserver.control.ControlRegistry;
+import io.stripestack.targetserver.control.MetricsEndpoint;
+import io.stripestack.targetserver.iscsi.IscsiServer;
+import io.stripestack.targetserver.iscsi.IscsiServerSettings;
+import io.stripestack.targetserver.iscsi.IscsiTargetDefinition;
+import io.stripestack.targetserver.scsi.CopyTargets;
+import io.stripestack.targetserver.scsi.LogicalUnit;
+import io.stripestack.targetserver.scsi.LogicalUnitIdentity;
+import io.stripestack.targetserver.scsi.ScsiTarget;
+import java.io.Closeable;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A running stripestack: arrays assembled, LUN stacks built, the iSCSI server listening, the admin socket
+ * open. {@link #close()} is the orderly shutdown (SIGTERM): stop accepting, drain in-flight commands,
+ * flush every stack, mark the arrays clean.
+ *
+ * <p>Threads: started and closed by one thread (the CLI's main thread or a test); the iSCSI event
+ * loops, the {@code scsi-io} worker pool, and each layer's own threads run in between.
+ */
+public final class StripestackServer implements Closeable {
+    private static final Logger log = LoggerFactory.getLogger(StripestackServer.class);
+
+    private final StripestackConfig config;
+    private final Map<String, Raid5Array> arrays = new LinkedHashMap<>();
+    /** Arrays created (not assembled) in this start: their contents are all zeros. */
+    private final java.util.Set<String> createdArrays = new java.util.HashSet<>();
+    private final List<LunStack> luns = new ArrayList<>();
+    private final List<IscsiTargetDefinition> targets = new ArrayList<>();
+    private final ControlRegistry registry = new ControlRegistry();
+    private final ExecutorService ioWorkers;
+    private ReadaheadBudget readaheadBudget;
+    private IscsiServer iscsi;
+    private AdminServer admin;
+    private MetricsEndpoint metrics;
+    private boolean closed;
+
+    private StripestackServer(StripestackConfig config) {
+        this.config = config;
+        AtomicInteger n = new AtomicInteger();
+        this.ioWorkers = Executors.newFixedThreadPool(config.server().ioThreads(), r -> {
+            Thread t = new Thread(r, "scsi-io-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    /** Builds everything the configuration describes and starts serving; on failure nothing stays open. */
+    public static StripestackServer start(StripestackConfig config) throws IOException {
+        StripestackServer server = new StripestackServer(config);
+        try {
+            server.startAll();
+            return server;
+        } catch (IOException | RuntimeException e) {
+            server.close();
+            throw e;
+        }
+    }
+
+    /**
+     * {@code stripestack create}: creates every array of the configuration whose members do not exist yet
+     * (like mdadm --create), leaves existing ones alone, and closes them clean. Returns one line per array.
+     */
+    public static List<String> createArrays(StripestackConfig config) throws IOException {
+        List<String> report = new ArrayList<>();
+        for (ArrayConfig ac : config.arrays().values()) {
+            long existing = ac.members().stream().filter(java.nio.file.Files::exists).count();
+            if (existing == ac.members().size()) {
+                report.add(ac.name() + ": exists (all " + existing + " members present); not touched");
+                continue;
+            }
+            if (existing > 0) {
+                throw new IOException("array " + ac.name() + ": " + existing + " of " + ac.members().size()
+                        + " member files exist; refusing to create over them. Remove them to start afresh, or run"
+                        + " 'serve' to assemble the array degraded and add the missing member");
+            }
+            try (Raid5Array array = StackBuilder.openArray(ac, Raid5Options.defaults()).array()) {
+                report.add(ac.name() + ": created " + array.status().mdstat().replace("\n", "\n  "));
+            }
+        }
+        return report;
+    }
+
+    private void startAll() throws IOException {
+        for (ArrayConfig ac : config.arrays().values()) {
+            Raid5Options options = Raid5Options.defaults().withStripeCacheRows(ac.stripeCacheSize())
+                    .withStartDirtyDegraded(ac.startDirtyDegraded());
+            StackBuilder.OpenedArray opened = StackBuilder.openArray(ac, options);
+            Raid5Array array = opened.array();
+            if (opened.created()) {
+                createdArrays.add(ac.name());
+            }
+            arrays.put(ac.name(), array);
+            array.setCheckParityOnReads(ac.checkParityOnReads());
+            registerArrayControls(ac, array);
+        }
+        readaheadBudget = new ReadaheadBudget(config.server().readaheadBudget());
+        for (TargetConfig tc : config.targets()) {
+            Map<Long, LogicalUnit> units = new LinkedHashMap<>();
+            CopyTargets copyTargets = new CopyTargets(); // EXTENDED COPY reaches the LUNs of its own target only
+            for (LunConfig lc : tc.luns()) {
+                var backing = lc.backing();
+                boolean baseIsNew = backing.ram() || (backing.array() != null ? createdArrays.contains(backing.array())
+                        : !java.nio.file.Files.exists(backing.file()));
+                BlockDevice base = StackBuilder.openBase(lc, arrays);
+                LunStack stack;
+                try {
+                    stack = StackBuilder.buildLun(tc.iqn(), lc, base, baseIsNew, readaheadBudget);
+                } catch (IOException | RuntimeException e) {
+                    if (!(base instanceof Raid5Array)) {
+                        closeQuietly(base, base.name()); // arrays are closed by close(); a LUN's own file here
+                    }
+                    throw e;
+                }
+                luns.add(stack);
+                units.put((long) lc.lun(),
+                        new LogicalUnit(stack.top(), identity(tc, lc, base), lc.readOnly(), copyTargets));
+                registerLunControls(stack);
+                log.info("target {} LUN {}: {} bytes, {}", tc.iqn(), lc.lun(), stack.top().size(), describe(stack));
+            }
+            IscsiTargetDefinition.Builder def = IscsiTargetDefinition.builder(tc.iqn(), new ScsiTarget(units))
+                    .alias(tc.alias()).allowedInitiators(tc.allowedInitiators());
+            if (tc.chap() != null) {
+                def.chap(tc.chap().user(), tc.chap().secret());
+            }
+            if (tc.mutualChap() != null) {
+                def.mutualChap(tc.mutualChap().user(), tc.mutualChap().secret());
+            }
+            targets.add(def.build());
+        }
+        iscsi = new IscsiServer(settings(config.server()), targets, ioWorkers);
+        iscsi.start();
+        for (InetSocketAddress a : iscsi.boundAddresses()) {
+            log.info("listening on {}:{}", a.getAddress().getHostAddress(), a.getPort());
+        }
+        for (TargetConfig tc : config.targets()) {
+            log.info("target {}: e.g. iscsi-ls -s iscsi://{}/  or  iscsiadm -m discovery -t st -p {}", tc.iqn(),
+                    portalText(iscsi.boundAddresses().get(0)), portalText(iscsi.boundAddresses().get(0)));
+        }
+        StatusReport status = new StatusReport(arrays, luns, iscsi::bufferStats);
+        registry.setStatusReport(status::render);
+        registry.setMetricsReport(status::prometheus);
+        admin = new AdminServer(config.server().adminSocket(), registry);
+        Portal metricsPortal = config.server().metrics();
+        if (metricsPortal != null) {
+            metrics = new MetricsEndpoint(new InetSocketAddress(metricsPortal.host(), metricsPortal.port()), registry);
+        }
+    }
+
+    /** The Prometheus endpoint's port, or -1 when it is off. */
+    public int metricsPort() {
+        return metrics == null ? -1 : metrics.port();
+    }
+
+    private static String portalText(InetSocketAddress a) {
+        String host = a.getAddress().getHostAddress();
+        return (host.contains(":") ? "[" + host + "]" : host) + ":" + a.getPort();
+    }
+
+    private static IscsiServerSettings settings(StripestackConfig.ServerConfig s) {
+        IscsiServerSettings.Builder b = IscsiServerSettings.builder()
+                .targetPortalGroupTag(s.portalGroupTag())
+                .maxRecvDataSegmentLength(s.maxRecvDataSegmentLength())
+                .maxBurstLength(s.maxBurstLength())
+                .firstBurstLength(s.firstBurstLength())
+                .immediateData(s.immediateData())
+                .initialR2T(s.initialR2T())
+                .queueDepth(s.queueDepth())
+                .nopInInterval(Duration.ofSeconds(s.nopInIntervalSeconds()))
+                .writeBufferBudget(s.writeBufferBudget())
+                .dataInBudget(s.sessionLimits().dataInBudget())
+                .dataInPerSession(s.sessionLimits().dataInPerSession())
+                .maxConnections(s.sessionLimits().maxConnections())
+                .authFailureDelay(Duration.ofMillis(s.sessionLimits().authFailureDelayMillis()));
+        for (Portal p : s.portals()) {
+            b.bind(new InetSocketAddress(p.host(), p.port()));
+        }
+        for (Portal p : s.advertise()) {
+            b.portal(p.toString());
+        }
+        return b.build();
+    }
+
+    private static LogicalUnitIdentity identity(TargetConfig tc, LunConfig lc, BlockDevice base) {
+        String stableName = tc.iqn() + "/lun" + lc.lun() + "/" + (base instanceof Raid5Array a ? a.uuid() : base.name());
+        UUID id = LogicalUnitIdentity.stableIdFromName(stableName);
+        if (lc.serial() == null) {
+            return LogicalUnitIdentity.of(id);
+        }
+        return new LogicalUnitIdentity(LogicalUnitIdentity.DEFAULT_VENDOR, LogicalUnitIdentity.DEFAULT_PRODUCT,
+                LogicalUnitIdentity.DEFAULT_REVISION, lc.serial(), LogicalUnitIdentity.naaFrom(id));
+    }
+
+    private static String describe(LunStack stack) {
+        StringBuilder s = new StringBuilder();
+        for (BlockDevice layer : stack.layers()) {
+            if (s.length() > 0) {
+                s.append(" -> ");
+            }
+            s.append(layer == stack.readahead() ? "readahead(" + stack.readahead().readAheadKb() + " KiB)"
+                    : layer == stack.crypto() ? "crypt(" + stack.crypto().cipher().spec() + ", offset "
+                            + stack.crypto().offsetSectors() + ")"
+                    : layer.name());
+        }
+        return s.toString();
+    }
+
+    private void registerArrayControls(ArrayConfig ac, Raid5Array array) {
+        String name = ac.name();
+        registry.register(name + "/level", ControlAttribute.readOnly(() -> "raid5"));
+        registry.register(name + "/array_state", ControlAttribute.readOnly(() -> array.status().health().name().toLowerCase()));
+        registry.register(name + "/degraded", ControlAttribute.readOnly(() -> Long.toString(array.status().members()
+                .stream().filter(m -> m.state() != Raid5Status.MemberState.ACTIVE).count())));
+        registry.register(name + "/raid_disks", ControlAttribute.readOnly(() -> Integer.toString(array.memberCount())));
+        registry.register(name + "/chunk_size", ControlAttribute.readOnly(() -> Integer.toString(array.chunkBytes())));
+        registry.register(name + "/layout", ControlAttribute.readOnly(() -> array.layout().toString()));
+        registry.register(name + "/uuid", ControlAttribute.readOnly(array::uuid));
+        registry.register(name + "/stripe_cache_size", ControlAttribute.ofInt(array::stripeCacheSize,
+                array::setStripeCacheSize, 1, 32768));
+        registry.register(name + "/check_parity_on_reads", ControlAttribute.ofBoolean(array::checkParityOnReads,
+                array::setCheckParityOnReads));
+        registry.register(name + "/sync_action", action(array::syncAction, array::setSyncAction));
+        registry.register(name + "/sync_completed", ControlAttribute.readOnly(() -> {
+            SyncProgress p = array.syncProgress();
+            return p.running() ? p.doneSectors() + " / " + p.totalSectors() : "none";
+        }));
+        registry.register(name + "/sync_speed", ControlAttribute.readOnly(() -> Long.toString(array.syncProgress().speedKiBps())));
+        registry.register(name + "/sync_speed_min", ControlAttribute.ofInt(array::syncSpeedMin, array::setSyncSpeedMin,
+                1, Integer.MAX_VALUE));
+        registry.register(name + "/sync_speed_max", ControlAttribute.ofInt(array::syncSpeedMax, array::setSyncSpeedMax,
+                1, Integer.MAX_VALUE));
+        registry.register(name + "/mismatch_cnt", ControlAttribute.readOnly(() -> Long.toString(array.mismatchCount())));
+        registry.register(name + "/fail", memberAction(array, "failing", array::failMember));
+        registry.register(name + "/remove", memberAction(array, "removing", array::removeMember));
+        registry.register(name + "/add", action(() -> "", path -> {
+            Path spare = config.dataDir().resolve(path.trim());
+            try {
+                Raid5Files.addSpare(array, spare, 0, !ac.createSparse());
+            } catch (IOException e) {
+                throw new IllegalStateException("adding " + spare + " to " + name + ": " + e.getMessage(), e);
+            }
+        }));
+    }
+
+    /** An attribute whose value is a word and whose setter does something (sysfs "action" files). */
+    private static ControlAttribute action(java.util.function.Supplier<String> getter,
+            java.util.function.Consumer<String> setter) {
+        return new ControlAttribute() {
+            @Override
+            public String get() {
+                return getter.get();
+            }
+
+            @Override
+            public void set(String value) {
+                setter.accept(value.trim());
+            }
+        };
+    }
+
+    private interface MemberOperation {
+        void apply(int role) throws IOException;
+    }
+
+    /** md0/fail, md0/remove: take a member role (0..n-1). */
+    private static ControlAttribute memberAction(Raid5Array array, String verb, MemberOperation operation) {
+        return action(() -> "", value -> {
+            int role = ControlAttribute.parseInt(value, 0, array.memberCount() - 1);
+            try {
+                operation.apply(role);
+            } catch (IOException e) {
+                throw new IllegalStateException(verb + " member " + role + " of " + array.name() + ": " + e.getMessage(), e);
+            }
+        });
+    }
+
+    private void registerLunControls(LunStack stack) {
+        if (stack.readahead() != null) {
+            var ra = stack.readahead();
+            registry.register(stack.controlPath() + "/read_ahead_kb", ControlAttribute.ofInt(
+                    () -> (int) ra.readAheadKb(), ra::setReadAheadKb, 0, (int) (ra.budget().totalBytes() / 1024)));
+        }
+        registry.register(stack.controlPath() + "/size", ControlAttribute.readOnly(() -> Long.toString(stack.top().size())));
+    }
+
+    public ControlRegistry registry() {
+        return registry;
+    }
+
+    public Map<String, Raid5Array> arrays() {
+        return arrays;
+    }
+
+    public List<LunStack> luns() {
+        return luns;
+    }
+
+    /** The addresses the iSCSI server listens on (port resolved when configured as 0). */
+    public List<InetSocketAddress> boundAddresses() {
+        return iscsi.boundAddresses();
+    }
+
+    /** Stops serving, drains in-flight commands, flushes every stack and marks the arrays clean. */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        if (metrics != null) {
+            metrics.close();
+        }
+        if (admin != null) {
+            closeQuietly(admin, "admin socket");
+        }
+        if (iscsi != null) {
+            iscsi.close();
+        }
+        ioWorkers.shutdown();
+        try {
+            if (!ioWorkers.awaitTermination(30, TimeUnit.SECONDS)) {
+                log.warn("I/O workers still busy after 30 s; closing the stacks anyway");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        for (IscsiTargetDefinition t : targets) {
+            t.close();
+        }
+        // Each layer owns the one below and closes it; closing a LUN's top closes its whole chain, the
+        // array included (Raid5Array.close is idempotent: arrays no LUN exports are closed after).
+        for (LunStack lun : luns) {
+            try {
+                lun.top().flush();
+            } catch (IOException e) {
+                log.error("flushing {} at shutdown failed: {}", lun.controlPath(), e.getMessage());
+            }
+            closeQuietly(lun.top(), lun.controlPath());
+        }
+        for (Map.Entry<String, Raid5Array> e : arrays.entrySet()) {
+            closeQuietly(e.getValue(), "array " + e.getKey());
+        }
+        log.info("stopped: every stack flushed, arrays marked clean");
+    }
+
+    private static void closeQuietly(Closeable c, String what) {
+        try {
+            c.close();
+        } catch (IOException | RuntimeException e) {
+            log.error("closing {} failed: {}", what, e.getMessage());
+        }
+    }
+}
