@@ -2,7 +2,7 @@ package io.stripestack.bench;
 
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.Geometry;
-import io.stripestack.blockdev.IoStats;
+import io.stripestack.blockdev.MeteredBlockDevice;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 
@@ -14,15 +14,15 @@ import java.nio.ByteBuffer;
  *
  * <p>Concurrency: stateless besides the thread-safe counters; any number of callers.
  */
-final class OffsetView implements BlockDevice {
+final class OffsetView extends MeteredBlockDevice {
     private final BlockDevice below;
     private final long offset;
     private final boolean ownsBelow;
     private final String name;
-    private final IoStats stats;
 
     /** @param ownsBelow whether {@link #close()} closes {@code below} */
     OffsetView(BlockDevice below, long offset, boolean ownsBelow) {
+        super(below.name() + "+" + offset);
         if (offset < 0 || offset % below.logicalBlockSize() != 0 || offset >= below.size()) {
             throw new IllegalArgumentException("offset " + offset + " into " + below.name() + " must be a multiple of "
                     + below.logicalBlockSize() + " inside its " + below.size() + " bytes");
@@ -31,7 +31,6 @@ final class OffsetView implements BlockDevice {
         this.offset = offset;
         this.ownsBelow = ownsBelow;
         this.name = below.name() + "+" + offset;
-        this.stats = new IoStats(name);
     }
 
     @Override
@@ -55,42 +54,18 @@ final class OffsetView implements BlockDevice {
     }
 
     @Override
-    public void read(long position, ByteBuffer dst) throws IOException {
-        int length = dst.remaining();
-        BlockDevice.checkRange(this, position, length);
-        long start = stats.startIo();
-        try {
-            below.read(offset + position, dst);
-        } catch (IOException | RuntimeException e) {
-            stats.endFailed(start);
-            throw e;
-        }
-        stats.endRead(start, length);
+    protected void readBlocks(long position, ByteBuffer dst) throws IOException {
+        below.read(offset + position, dst);
     }
 
     @Override
-    public void write(long position, ByteBuffer src) throws IOException {
-        int length = src.remaining();
-        BlockDevice.checkRange(this, position, length);
-        long start = stats.startIo();
-        try {
-            below.write(offset + position, src);
-        } catch (IOException | RuntimeException e) {
-            stats.endFailed(start);
-            throw e;
-        }
-        stats.endWrite(start, length);
+    protected void writeBlocks(long position, ByteBuffer src) throws IOException {
+        below.write(offset + position, src);
     }
 
     @Override
-    public void flush() throws IOException {
-        stats.countFlush();
+    protected void flushDevice() throws IOException {
         below.flush();
-    }
-
-    @Override
-    public IoStats stats() {
-        return stats;
     }
 
     @Override

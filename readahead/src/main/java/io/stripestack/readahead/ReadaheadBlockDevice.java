@@ -3,6 +3,7 @@ package io.stripestack.readahead;
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.Geometry;
 import io.stripestack.blockdev.IoStats;
+import io.stripestack.blockdev.MeteredBlockDevice;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.nio.ByteBuffer;
@@ -63,7 +64,7 @@ import org.slf4j.LoggerFactory;
  * LOADING segment wait on the lock's condition, signalled whenever a load ends or a segment still loading
  * is dropped. With readahead off a read takes no lock: turning it off dropped everything held.
  */
-public final class ReadaheadBlockDevice implements BlockDevice {
+public final class ReadaheadBlockDevice extends MeteredBlockDevice {
     private static final Logger log = LoggerFactory.getLogger(ReadaheadBlockDevice.class);
 
     /** Sequential streams tracked per device. */
@@ -85,7 +86,6 @@ public final class ReadaheadBlockDevice implements BlockDevice {
     private final String name;
     private final int segmentBytes;
     private final long size;
-    private final IoStats stats;
     private final LongAdder hits;
     private final LongAdder hitBytes;
     private final LongAdder misses;
@@ -127,6 +127,7 @@ public final class ReadaheadBlockDevice implements BlockDevice {
     }
 
     public ReadaheadBlockDevice(BlockDevice below, ReadaheadBudget budget, int prefetchThreads) {
+        super("readahead:" + below.name());
         if (prefetchThreads < 1) {
             throw new IllegalArgumentException("readahead over " + below.name() + ": prefetchThreads " + prefetchThreads
                     + " must be at least 1");
@@ -140,7 +141,6 @@ public final class ReadaheadBlockDevice implements BlockDevice {
             throw new IllegalArgumentException("readahead over " + name + ": segment of " + segmentBytes
                     + " bytes is not a multiple of the " + below.logicalBlockSize() + "-byte block");
         }
-        this.stats = new IoStats("readahead:" + name);
         this.hits = stats.counter("readahead_hits");
         this.hitBytes = stats.counter("readahead_hit_bytes");
         this.misses = stats.counter("readahead_misses");
@@ -252,11 +252,6 @@ public final class ReadaheadBlockDevice implements BlockDevice {
     }
 
     @Override
-    public IoStats stats() {
-        return stats;
-    }
-
-    @Override
     public boolean supportsDiscard() {
         return below.supportsDiscard();
     }
@@ -267,56 +262,39 @@ public final class ReadaheadBlockDevice implements BlockDevice {
     }
 
     @Override
-    public void read(long offset, ByteBuffer dst) throws IOException {
+    protected void readBlocks(long offset, ByteBuffer dst) throws IOException {
         int length = dst.remaining();
-        BlockDevice.checkRange(this, offset, length);
-        long started = stats.startIo();
-        try {
-            if (length > 0 && servedFromPrefetch(offset, dst, length)) {
-                hits.increment();
-                hitBytes.add(length);
-            } else {
-                misses.increment();
-                below.read(offset, dst);
-            }
-            stats.endRead(started, length);
-        } catch (IOException | RuntimeException e) {
-            stats.endFailed(started);
-            throw e;
+        if (length > 0 && servedFromPrefetch(offset, dst, length)) {
+            hits.increment();
+            hitBytes.add(length);
+        } else {
+            misses.increment();
+            below.read(offset, dst);
         }
     }
 
     @Override
-    public void write(long offset, ByteBuffer src) throws IOException {
+    protected void writeBlocks(long offset, ByteBuffer src) throws IOException {
         int length = src.remaining();
-        BlockDevice.checkRange(this, offset, length);
-        long started = stats.startIo();
         try {
             below.write(offset, src);
-            stats.endWrite(started, length);
-        } catch (IOException | RuntimeException e) {
-            stats.endFailed(started);
-            throw e;
         } finally {
             invalidate(offset, length);
         }
     }
 
     @Override
-    public void discard(long offset, long length) throws IOException {
-        BlockDevice.checkRange(this, offset, length);
+    protected void discardBlocks(long offset, long length) throws IOException {
         try {
             below.discard(offset, length);
-            stats.countDiscard(length);
         } finally {
             invalidate(offset, length);
         }
     }
 
     @Override
-    public void flush() throws IOException {
+    protected void flushDevice() throws IOException {
         below.flush();
-        stats.countFlush();
     }
 
     /** Stops the prefetch threads, returns every segment to the budget, then closes the device below. */

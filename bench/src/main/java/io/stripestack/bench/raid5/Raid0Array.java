@@ -2,7 +2,7 @@ package io.stripestack.bench.raid5;
 
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.Geometry;
-import io.stripestack.blockdev.IoStats;
+import io.stripestack.blockdev.MeteredBlockDevice;
 import io.stripestack.raid5.MemberIoExecutor;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -17,7 +17,7 @@ import java.util.List;
  * <p>Concurrency: no mutable state besides the member I/O threads ({@link MemberIoExecutor}); any number
  * of callers may run at once. Closing closes the members.
  */
-public final class Raid0Array implements BlockDevice {
+public final class Raid0Array extends MeteredBlockDevice {
     private final String name;
     private final BlockDevice[] members;
     private final int chunk;
@@ -27,13 +27,13 @@ public final class Raid0Array implements BlockDevice {
     private final int blockSize;
     private final Geometry geometry;
     private final MemberIoExecutor io;
-    private final IoStats stats;
 
     /**
      * @param dataOffset bytes skipped at the start of every member (use the RAID-5 data offset to stripe over
      *                   the same region of the same files)
      */
     public Raid0Array(String name, List<? extends BlockDevice> members, int chunk, long dataOffset) {
+        super(name);
         if (members.size() < 2) {
             throw new IllegalArgumentException(name + ": RAID-0 needs at least 2 members, got " + members.size());
         }
@@ -59,7 +59,6 @@ public final class Raid0Array implements BlockDevice {
         int stripe = chunk * this.members.length;
         this.geometry = new Geometry(chunk, stripe, 0, Math.max(1, (16 << 20) / stripe) * stripe);
         this.io = new MemberIoExecutor(name, MemberIoExecutor.defaultThreads(this.members.length));
-        this.stats = new IoStats(name);
     }
 
     @Override
@@ -83,66 +82,47 @@ public final class Raid0Array implements BlockDevice {
     }
 
     @Override
-    public IoStats stats() {
-        return stats;
-    }
-
-    @Override
-    public void read(long offset, ByteBuffer dst) throws IOException {
+    protected void readBlocks(long offset, ByteBuffer dst) throws IOException {
         transfer(offset, dst, false);
     }
 
     @Override
-    public void write(long offset, ByteBuffer src) throws IOException {
+    protected void writeBlocks(long offset, ByteBuffer src) throws IOException {
         transfer(offset, src, true);
     }
 
     private void transfer(long offset, ByteBuffer buf, boolean write) throws IOException {
-        int length = buf.remaining();
-        BlockDevice.checkRange(this, offset, length);
-        long start = stats.startIo();
+        MemberIoExecutor.Batch batch = io.batch();
+        long pos = offset;
+        int index = buf.position();
+        int left = buf.remaining();
+        int n = members.length;
+        while (left > 0) {
+            long chunkNo = pos >>> chunkShift;
+            int inChunk = (int) (pos & (chunk - 1));
+            int len = Math.min(left, chunk - inChunk);
+            int member = (int) (chunkNo % n);
+            batch.add(member, members[member], dataOffset + (chunkNo / n) * chunk + inChunk,
+                    buf.slice(index, len), write);
+            pos += len;
+            index += len;
+            left -= len;
+        }
         try {
-            MemberIoExecutor.Batch batch = io.batch();
-            long pos = offset;
-            int index = buf.position();
-            int left = length;
-            int n = members.length;
-            while (left > 0) {
-                long chunkNo = pos >>> chunkShift;
-                int inChunk = (int) (pos & (chunk - 1));
-                int len = Math.min(left, chunk - inChunk);
-                int member = (int) (chunkNo % n);
-                batch.add(member, members[member], dataOffset + (chunkNo / n) * chunk + inChunk,
-                        buf.slice(index, len), write);
-                pos += len;
-                index += len;
-                left -= len;
-            }
-            try {
-                batch.run();
-                for (int i = 0; i < batch.size(); i++) {
-                    if (batch.error(i) != null) {
-                        throw batch.error(i);
-                    }
+            batch.run();
+            for (int i = 0; i < batch.size(); i++) {
+                if (batch.error(i) != null) {
+                    throw batch.error(i);
                 }
-            } finally {
-                batch.clear();
             }
-            buf.position(buf.limit());
-        } catch (IOException | RuntimeException e) {
-            stats.endFailed(start);
-            throw e;
+        } finally {
+            batch.clear();
         }
-        if (write) {
-            stats.endWrite(start, length);
-        } else {
-            stats.endRead(start, length);
-        }
+        buf.position(buf.limit());
     }
 
     @Override
-    public void flush() throws IOException {
-        stats.countFlush();
+    protected void flushDevice() throws IOException {
         for (BlockDevice d : members) {
             d.flush();
         }
