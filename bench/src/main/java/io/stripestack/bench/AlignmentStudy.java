@@ -61,7 +61,7 @@ final class AlignmentStudy implements Study {
 
     @Override
     public String title() {
-        return "Payload alignment x encryption over RAID-5 (seed 004)";
+        return "Payload alignment x encryption over RAID-5 (the dm-crypt over md RAID-5 thread's study)";
     }
 
     @Override
@@ -152,7 +152,7 @@ final class AlignmentStudy implements Study {
 
     /** The readahead goal (>= 0.9x) at the stripe-aligned offset: 128 KiB reads, one outstanding, readahead on top, vs 4 MiB reads. */
     private static String readaheadGoalSummary(Measured[][] alignedStacks) {
-        StringBuilder line = new StringBuilder("issue 5 goal, 128 KiB reads at queue depth 1 with readahead on top vs 4 MiB"
+        StringBuilder line = new StringBuilder("readahead goal, 128 KiB reads at queue depth 1 with readahead on top vs 4 MiB"
                 + " reads at queue depth 1 (stripe-aligned offset):");
         boolean met = true;
         for (int e = 0; e < 2; e++) {
@@ -275,7 +275,7 @@ final class AlignmentStudy implements Study {
                         + " still holds the rest of it, e.g. from the previous request, which half-wrote it",
                 "RA columns: 128 KiB sequential reads, one outstanding; 'RA below crypto' puts readahead directly above"
                         + " the array (for 'plain' that is below the offset view); '4M x1': 4 MiB sequential reads, one"
-                        + " outstanding, without readahead; 'RA top / 4M x1' is issue 5's goal (>= 0.9)",
+                        + " outstanding, without readahead; 'RA top / 4M x1' is the readahead goal (>= 0.9)",
                 "the array was written end to end before measuring, so every read reads written blocks",
                 "cipher enc/dec: the bare SectorCipher (" + s.cipher() + ") on stripe-sized RAM buffers, " + cipherThreads
                         + " threads (one per core, the threads the crypto layer splits a large request over), measured in the"
@@ -314,7 +314,7 @@ final class AlignmentStudy implements Study {
         double cipherCpu = cipherRate[0].cpuMillisPerGib().median();
         double encryptedCpu = encryptedAligned[1].cpuMillisPerGib().median();
         double plainCpu = results[aligned][0][1].cpuMillisPerGib().median();
-        return String.format(Locale.ROOT, "issue 4 goals, encrypted stack: stripe-aligned writes %.0f MB/s = %.2fx"
+        return String.format(Locale.ROOT, "encryption goals, encrypted stack: stripe-aligned writes %.0f MB/s = %.2fx"
                         + " min(plain %.0f, cipher %.0f) (goal >= %.1f: %s; by CPU ms/GiB, steadier on a shared machine:"
                         + " cipher %.0f / encrypted write %.0f = %s, and cipher / (cipher + plain write %.0f) = %s is the"
                         + " most two CPU-bound layers sharing the cores can reach); %s payload vs stripe-aligned:"

@@ -27,9 +27,10 @@ import picocli.CommandLine.Option;
  * <p>Single-threaded command; the studies' I/O threads are their own.
  */
 @Command(name = "bench", mixinStandardHelpOptions = true,
-        description = "Run the performance studies on temporary arrays built on files: alignment x encryption (seed 004),"
-                + " RAID-5 vs RAID-0 reads (seed 000), full-stripe vs read-modify-write writes (seed 003), XOR routines"
-                + " (seed 002). Prints tables and writes CSV and SVG charts. Figures are page-cache-backed unless --direct.")
+        description = "Run the performance studies on temporary arrays built on files: alignment x encryption (the dm-crypt over md thread),"
+                + " RAID-5 vs RAID-0 reads (the healthy-reads thread), full-stripe vs read-modify-write writes (the stripe-aligned"
+                + " writes thread), XOR routines"
+                + " (chosen by measurement). Prints tables and writes CSV and SVG charts. Figures are page-cache-backed unless --direct.")
 public final class BenchCommand implements Callable<Integer> {
     private static final Map<String, Study> STUDIES = new LinkedHashMap<>();
 
@@ -70,7 +71,7 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(names = "--member-size", paramLabel = "SIZE", description = "size of each member file (default 256MiB; 8MiB with --quick)")
     String memberSize;
 
-    @Option(names = "--chunk", paramLabel = "SIZE", description = "chunk of the alignment and writes studies (default 1MiB as in seed 004)")
+    @Option(names = "--chunk", paramLabel = "SIZE", description = "chunk of the alignment and writes studies (default 1MiB, as the dm-crypt over md thread used)")
     String chunk;
 
     @Option(names = "--queue-depth", paramLabel = "N", description = "requests outstanding in the alignment and writes studies (default 4)")

@@ -30,7 +30,7 @@ final class Raid5VsRaid0Study implements Study {
 
     @Override
     public String title() {
-        return "Healthy RAID-5 reads vs RAID-0 over n-1 members (seed 000)";
+        return "Healthy RAID-5 reads vs RAID-0 over n-1 members (the healthy-reads thread's comparison)";
     }
 
     private record Row(int chunk, String array, String cache, String parityCheck, int workload, Measured m) {
@@ -145,7 +145,7 @@ final class Raid5VsRaid0Study implements Study {
                 "random reads start at 4 KiB-aligned offsets; the large read walks the array sequentially",
                 "CPU% is process CPU time over wall time (100 = one core); CPU ms/GiB is the cost per GiB read",
                 "healthy reads never use the stripe cache here, so its size should not matter; parity check reads and XORs"
-                        + " every touched row (the cost seed 000 suspected)",
+                        + " every touched row (the cost the healthy-reads thread suspected)",
                 "each array was written end to end before measuring, so every read reads written blocks");
         return new Result(table, chart, notes);
     }

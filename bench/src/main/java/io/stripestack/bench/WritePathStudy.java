@@ -24,7 +24,7 @@ final class WritePathStudy implements Study {
 
     @Override
     public String title() {
-        return "Full-stripe writes vs read-modify-write (seed 003)";
+        return "Full-stripe writes vs read-modify-write (the stripe-aligned writes thread's comparison)";
     }
 
     /** One write pattern: label, request size, misalignment, queue depth, random or sequential. */

@@ -24,7 +24,7 @@ final class XorStudy implements Study {
 
     @Override
     public String title() {
-        return "XOR routines (seed 002)";
+        return "XOR routines (chosen by measurement at start)";
     }
 
     @Override

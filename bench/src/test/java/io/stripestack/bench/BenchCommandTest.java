@@ -78,8 +78,8 @@ class BenchCommandTest {
         }
         String report = Files.readString(out.resolve("alignment.txt"));
         assertTrue(report.contains("aes-cbc-essiv:sha256 for 'encrypted'"), "default cipher is not the layer's default");
-        assertTrue(report.contains("issue 4 goals, encrypted stack: stripe-aligned writes"), "goal summary missing");
-        assertTrue(report.contains("issue 5 goal, 128 KiB reads at queue depth 1 with readahead on top"),
+        assertTrue(report.contains("encryption goals, encrypted stack: stripe-aligned writes"), "goal summary missing");
+        assertTrue(report.contains("readahead goal, 128 KiB reads at queue depth 1 with readahead on top"),
                 "readahead goal summary missing");
         // The 81 KiB offset splits every stripe write into two partial rows; a stripe-aligned one fills whole rows.
         // (Whether a partial row needs a pre-read depends on what the stripe cache still holds: not asserted.)
