@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.stripestack.blockdev.BlockDevice;
+import io.stripestack.blockdev.ForwardingBlockDevice;
 import io.stripestack.blockdev.Geometry;
 import io.stripestack.blockdev.IoStats;
 import java.io.IOException;
@@ -23,26 +24,18 @@ class CryptoWritePiecesTest {
     private static final int MIB = 1024 * KIB;
 
     /** Records every write that reaches it: {offset, length}. */
-    static final class RecordingDevice implements BlockDevice {
-        final StripedTestDevice inner;
+    static final class RecordingDevice extends ForwardingBlockDevice {
         final List<long[]> writes = new ArrayList<>();
 
         RecordingDevice(int size, Geometry geometry) {
-            this.inner = new StripedTestDevice(size, 512, geometry);
+            super(new StripedTestDevice(size, 512, geometry));
         }
 
         @Override public String name() { return "recording"; }
-        @Override public long size() { return inner.size(); }
-        @Override public int logicalBlockSize() { return 512; }
-        @Override public Geometry geometry() { return inner.geometry(); }
-        @Override public void read(long offset, ByteBuffer dst) throws IOException { inner.read(offset, dst); }
         @Override public synchronized void write(long offset, ByteBuffer src) throws IOException {
             writes.add(new long[] {offset, src.remaining()});
-            inner.write(offset, src);
+            below.write(offset, src);
         }
-        @Override public void flush() throws IOException { inner.flush(); }
-        @Override public IoStats stats() { return inner.stats(); }
-        @Override public void close() throws IOException { inner.close(); }
     }
 
     private static CryptoBlockDevice crypt(BlockDevice below, long offsetSectors) {

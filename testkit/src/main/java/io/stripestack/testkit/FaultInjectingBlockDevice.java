@@ -1,8 +1,7 @@
 package io.stripestack.testkit;
 
 import io.stripestack.blockdev.BlockDevice;
-import io.stripestack.blockdev.Geometry;
-import io.stripestack.blockdev.IoStats;
+import io.stripestack.blockdev.ForwardingBlockDevice;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicLong;
@@ -14,15 +13,14 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>Concurrency: all settings are atomics read once per I/O; they may be changed while I/O runs.
  */
-public final class FaultInjectingBlockDevice implements BlockDevice {
-    private final BlockDevice inner;
+public final class FaultInjectingBlockDevice extends ForwardingBlockDevice {
     private final AtomicLong ioCount = new AtomicLong();
     private volatile long failFromIo = Long.MAX_VALUE;
     private volatile boolean failReads = true;
     private volatile boolean failWrites = true;
 
     public FaultInjectingBlockDevice(BlockDevice inner) {
-        this.inner = inner;
+        super(inner);
     }
 
     /** Every I/O whose sequence number (from 1) is {@code >= n} fails. */
@@ -56,35 +54,15 @@ public final class FaultInjectingBlockDevice implements BlockDevice {
     }
 
     @Override
-    public String name() {
-        return inner.name();
-    }
-
-    @Override
-    public long size() {
-        return inner.size();
-    }
-
-    @Override
-    public int logicalBlockSize() {
-        return inner.logicalBlockSize();
-    }
-
-    @Override
-    public Geometry geometry() {
-        return inner.geometry();
-    }
-
-    @Override
     public void read(long offset, ByteBuffer dst) throws IOException {
         if (shouldFail(false)) {
             int half = dst.remaining() / 2;
             ByteBuffer part = dst.duplicate();
             part.limit(part.position() + half - half % logicalBlockSize());
-            inner.read(offset, part);
+            below.read(offset, part);
             throw new IOException(name() + ": injected read error at byte " + offset);
         }
-        inner.read(offset, dst);
+        below.read(offset, dst);
     }
 
     @Override
@@ -92,7 +70,7 @@ public final class FaultInjectingBlockDevice implements BlockDevice {
         if (shouldFail(true)) {
             throw new IOException(name() + ": injected write error at byte " + offset);
         }
-        inner.write(offset, src);
+        below.write(offset, src);
     }
 
     @Override
@@ -100,36 +78,6 @@ public final class FaultInjectingBlockDevice implements BlockDevice {
         if (shouldFail(true)) {
             throw new IOException(name() + ": injected flush error");
         }
-        inner.flush();
-    }
-
-    @Override
-    public boolean supportsDiscard() {
-        return inner.supportsDiscard();
-    }
-
-    @Override
-    public boolean discardZeroes() {
-        return inner.discardZeroes();
-    }
-
-    @Override
-    public void discard(long offset, long length) throws IOException {
-        inner.discard(offset, length);
-    }
-
-    @Override
-    public IoStats stats() {
-        return inner.stats();
-    }
-
-    @Override
-    public BlockDevice below() {
-        return inner;
-    }
-
-    @Override
-    public void close() throws IOException {
-        inner.close();
+        below.flush();
     }
 }

@@ -1,8 +1,7 @@
 package io.stripestack.testkit;
 
 import io.stripestack.blockdev.BlockDevice;
-import io.stripestack.blockdev.Geometry;
-import io.stripestack.blockdev.IoStats;
+import io.stripestack.blockdev.ForwardingBlockDevice;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicLong;
@@ -17,16 +16,15 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p>Thread-safe: the device's busy-until time is one atomic; everything else is the device below's.
  */
-public final class PacedBlockDevice implements BlockDevice {
-    private final BlockDevice below;
+public final class PacedBlockDevice extends ForwardingBlockDevice {
     private final long bytesPerSecond;
     private final AtomicLong busyUntil = new AtomicLong(System.nanoTime());
 
     public PacedBlockDevice(BlockDevice below, long bytesPerSecond) {
+        super(below);
         if (bytesPerSecond <= 0) {
             throw new IllegalArgumentException(below.name() + ": pacing needs a bandwidth above 0 bytes/s, got " + bytesPerSecond);
         }
-        this.below = below;
         this.bytesPerSecond = bytesPerSecond;
     }
 
@@ -45,26 +43,6 @@ public final class PacedBlockDevice implements BlockDevice {
     }
 
     @Override
-    public String name() {
-        return below.name();
-    }
-
-    @Override
-    public long size() {
-        return below.size();
-    }
-
-    @Override
-    public int logicalBlockSize() {
-        return below.logicalBlockSize();
-    }
-
-    @Override
-    public Geometry geometry() {
-        return below.geometry();
-    }
-
-    @Override
     public void read(long offset, ByteBuffer dst) throws IOException {
         long started = System.nanoTime();
         int bytes = dst.remaining();
@@ -78,40 +56,5 @@ public final class PacedBlockDevice implements BlockDevice {
         int bytes = src.remaining();
         below.write(offset, src);
         pace(started, bytes);
-    }
-
-    @Override
-    public void flush() throws IOException {
-        below.flush();
-    }
-
-    @Override
-    public boolean supportsDiscard() {
-        return below.supportsDiscard();
-    }
-
-    @Override
-    public void discard(long offset, long length) throws IOException {
-        below.discard(offset, length);
-    }
-
-    @Override
-    public boolean discardZeroes() {
-        return below.discardZeroes();
-    }
-
-    @Override
-    public IoStats stats() {
-        return below.stats();
-    }
-
-    @Override
-    public BlockDevice below() {
-        return below;
-    }
-
-    @Override
-    public void close() throws IOException {
-        below.close();
     }
 }

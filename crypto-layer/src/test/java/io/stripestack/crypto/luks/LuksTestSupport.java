@@ -3,6 +3,7 @@ package io.stripestack.crypto.luks;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import io.stripestack.blockdev.BlockDevice;
+import io.stripestack.blockdev.ForwardingBlockDevice;
 import io.stripestack.blockdev.Geometry;
 import io.stripestack.blockdev.IoStats;
 import io.stripestack.blockdev.MemoryBlockDevice;
@@ -51,16 +52,8 @@ final class LuksTestSupport {
 
     /** A memory device reporting a chosen optimal I/O size (a RAID-5 stripe). */
     static BlockDevice withOptimalIo(MemoryBlockDevice inner, int chunk, int optimal) {
-        return new BlockDevice() {
-            @Override public String name() { return inner.name(); }
-            @Override public long size() { return inner.size(); }
-            @Override public int logicalBlockSize() { return inner.logicalBlockSize(); }
+        return new ForwardingBlockDevice(inner) {
             @Override public Geometry geometry() { return new Geometry(chunk, optimal, 0, 0); }
-            @Override public void read(long offset, ByteBuffer dst) throws IOException { inner.read(offset, dst); }
-            @Override public void write(long offset, ByteBuffer src) throws IOException { inner.write(offset, src); }
-            @Override public void flush() throws IOException { inner.flush(); }
-            @Override public IoStats stats() { return inner.stats(); }
-            @Override public void close() { inner.close(); }
         };
     }
 

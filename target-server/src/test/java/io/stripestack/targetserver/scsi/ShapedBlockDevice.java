@@ -1,8 +1,8 @@
 package io.stripestack.targetserver.scsi;
 
 import io.stripestack.blockdev.BlockDevice;
+import io.stripestack.blockdev.ForwardingBlockDevice;
 import io.stripestack.blockdev.Geometry;
-import io.stripestack.blockdev.IoStats;
 import io.stripestack.blockdev.MediumErrorException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -12,15 +12,14 @@ import java.nio.ByteBuffer;
  * RAID-5 array (chunk / stripe hints), a crypto layer (shifted alignment), a device without discard, or
  * a stack that reports a {@link MediumErrorException} at a chosen byte.
  */
-class ShapedBlockDevice implements BlockDevice {
-    private final BlockDevice inner;
+class ShapedBlockDevice extends ForwardingBlockDevice {
     private final Geometry geometry;
     private final boolean discard;
     private volatile long mediumErrorOffset = -1;
     private volatile boolean mediumErrorOnWrite;
 
     ShapedBlockDevice(BlockDevice inner, Geometry geometry, boolean discard) {
-        this.inner = inner;
+        super(inner);
         this.geometry = geometry;
         this.discard = discard;
     }
@@ -40,17 +39,7 @@ class ShapedBlockDevice implements BlockDevice {
 
     @Override
     public String name() {
-        return "shaped(" + inner.name() + ")";
-    }
-
-    @Override
-    public long size() {
-        return inner.size();
-    }
-
-    @Override
-    public int logicalBlockSize() {
-        return inner.logicalBlockSize();
+        return "shaped(" + below.name() + ")";
     }
 
     @Override
@@ -61,18 +50,13 @@ class ShapedBlockDevice implements BlockDevice {
     @Override
     public void read(long offset, ByteBuffer dst) throws IOException {
         maybeFail(offset, dst.remaining(), false);
-        inner.read(offset, dst);
+        below.read(offset, dst);
     }
 
     @Override
     public void write(long offset, ByteBuffer src) throws IOException {
         maybeFail(offset, src.remaining(), true);
-        inner.write(offset, src);
-    }
-
-    @Override
-    public void flush() throws IOException {
-        inner.flush();
+        below.write(offset, src);
     }
 
     @Override
@@ -82,7 +66,7 @@ class ShapedBlockDevice implements BlockDevice {
 
     @Override
     public boolean discardZeroes() {
-        return discard && inner.discardZeroes();
+        return discard && below.discardZeroes();
     }
 
     @Override
@@ -90,16 +74,6 @@ class ShapedBlockDevice implements BlockDevice {
         if (!discard) {
             throw new UnsupportedOperationException(name() + " does not support discard");
         }
-        inner.discard(offset, length);
-    }
-
-    @Override
-    public IoStats stats() {
-        return inner.stats();
-    }
-
-    @Override
-    public void close() throws IOException {
-        inner.close();
+        below.discard(offset, length);
     }
 }
