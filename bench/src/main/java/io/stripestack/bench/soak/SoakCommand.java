@@ -5,15 +5,14 @@ import io.stripestack.targetserver.config.Sizes;
 import io.stripestack.initiator.InitiatorOptions;
 import io.stripestack.initiator.IscsiInitiator;
 import io.stripestack.initiator.IscsiUrl;
+import io.stripestack.blockdev.FilePermissions;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermission;
 import java.time.Duration;
 import java.util.Arrays;
-import java.util.Set;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -179,11 +178,8 @@ public final class SoakCommand implements Callable<Integer> {
         IscsiUrl url = IscsiUrl.parse(target.url);
         char[] secret = url.chapSecret();
         if (chapSecretFile != null) {
-            Set<PosixFilePermission> perms = Files.getPosixFilePermissions(chapSecretFile);
-            if (perms.stream().anyMatch(p -> p.name().startsWith("GROUP") || p.name().startsWith("OTHERS"))) {
-                throw new IOException(chapSecretFile + ": group or others can read this CHAP secret; chmod 600 "
-                        + chapSecretFile);
-            }
+            FilePermissions.requirePrivate(chapSecretFile, "CHAP secret file",
+                    "anyone who can read it can log in as this initiator");
             byte[] bytes = Files.readAllBytes(chapSecretFile);
             try {
                 secret = new String(bytes, StandardCharsets.UTF_8).strip().toCharArray();
