@@ -25,6 +25,8 @@ final class AuthFailureThrottle {
     private static final long MAX_DELAY_NANOS = Duration.ofMinutes(1).toNanos();
     private static final long FORGET_AFTER_NANOS = Duration.ofMinutes(10).toNanos();
     private static final int MAX_SOURCES = 4096;
+    private static final String ADDRESS = "address ";
+    private static final String INITIATOR = "initiator ";
 
     private static final class Source {
         int failures;
@@ -94,9 +96,6 @@ final class AuthFailureThrottle {
             }
         }
     }
-
-    private static final String ADDRESS = "address ";
-    private static final String INITIATOR = "initiator ";
 
     private void penalize(String key, Source s, long nowNanos) {
         s.failures++;

@@ -22,7 +22,7 @@ import java.util.concurrent.RejectedExecutionException;
  */
 final class DataInSender {
     private static final int DATA_IN_STATUS = 0x01;
-    static final int RESIDUAL_UNDERFLOW = 0x02;
+    private static final int RESIDUAL_UNDERFLOW = 0x02;
     private static final int RESIDUAL_OVERFLOW = 0x04;
 
     private final IscsiConnection connection;

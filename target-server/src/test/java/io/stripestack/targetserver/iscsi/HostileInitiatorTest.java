@@ -3,7 +3,6 @@ package io.stripestack.targetserver.iscsi;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.stripestack.blockdev.MemoryBlockDevice;
@@ -402,6 +401,5 @@ class HostileInitiatorTest {
         try (RawIscsiClient client = new RawIscsiClient(port)) {
             assertEquals(0, client.loginNormal(OPEN_IQN, "iqn.2026-11.io.tenant:after-resets").loginStatus());
         }
-        assertNotNull(server.dataInStats());
     }
 }
