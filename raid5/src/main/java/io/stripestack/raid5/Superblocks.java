@@ -35,12 +35,20 @@ final class Superblocks {
     private final WriteIntentBitmap bitmap;
     private final WriteIntentBitmap.Members bitmapWriter = this::writeBitmapToMembers;
     private final MemberSet members;
+    /** Whether the members keep a partial parity log (at the template's ppl offset and size) instead of a bitmap. */
+    private final boolean partialParityLog;
     private SyncEngine sync;
     private ScheduledExecutorService bitmapDaemon;
     /** The recovered rows known durable on the new member: what its superblock's recovery_offset says. */
     private long recoveryCheckpointRows;
 
-    Superblocks(String name, StripeGeometry geo, Md1Superblock template, WriteIntentBitmap bitmap, MemberSet members) {
+    Superblocks(String name, StripeGeometry geo, Md1Superblock template, WriteIntentBitmap bitmap,
+                boolean partialParityLog, MemberSet members) {
+        if (bitmap != null && partialParityLog) {
+            throw new IllegalArgumentException(name + ": an array keeps a write-intent bitmap or a partial parity log, "
+                    + "not both (md stores them in the same place)");
+        }
+        this.partialParityLog = partialParityLog;
         this.name = name;
         this.geo = geo;
         this.template = template;
@@ -172,7 +180,8 @@ final class Superblocks {
         sb.dataSizeSectors = m.dataSizeSectors;
         boolean rebuilding = m.role >= 0 && m.state == Raid5Status.MemberState.REBUILDING;
         sb.featureMap = (rebuilding ? Md1Superblock.FEATURE_RECOVERY_OFFSET : 0)
-                | (bitmap != null ? Md1Superblock.FEATURE_BITMAP : 0);
+                | (bitmap != null ? Md1Superblock.FEATURE_BITMAP : 0)
+                | (partialParityLog ? Md1Superblock.FEATURE_PPL : 0);
         sb.bitmapOffset = bitmap != null ? WriteIntentBitmap.OFFSET_SECTORS : 0;
         sb.recoveryOffset = rebuilding ? geo.sectors(recoveryCheckpointRows) : 0;
         try {
