@@ -152,18 +152,6 @@ final class StackBuilder {
         return new LunStack(target, lun, below, readahead, crypto, base);
     }
 
-    private static void createKeyFile(Path file, int bytes) throws IOException {
-        byte[] key = new byte[bytes];
-        try {
-            new java.security.SecureRandom().nextBytes(key);
-            Files.createDirectories(file.toAbsolutePath().getParent());
-            Files.write(Files.createFile(file, java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
-                    java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"))), key);
-        } finally {
-            Arrays.fill(key, (byte) 0);
-        }
-    }
-
     private static ReadaheadBlockDevice readahead(BlockDevice below, LunConfig lun, ReadaheadBudget budget) {
         ReadaheadBlockDevice ra = new ReadaheadBlockDevice(below, budget);
         if (lun.readahead().readAheadKb() > 0) {
@@ -185,7 +173,8 @@ final class StackBuilder {
                 throw new IOException("LUN " + lun.lun() + ": key file " + c.keyFile() + " is missing and the device"
                         + " below holds existing data; restore the key file (a new key would make the data unreadable)");
             }
-            createKeyFile(c.keyFile(), c.keyBits() / 8);
+            Files.createDirectories(c.keyFile().toAbsolutePath().getParent());
+            PlainModeKeys.createRandomKeyFile(c.keyFile(), c.keyBits() / 8);
             log.info("LUN {}: created a new random {}-bit key in {} (mode 0600); back it up", lun.lun(),
                     c.keyBits(), c.keyFile());
         }
