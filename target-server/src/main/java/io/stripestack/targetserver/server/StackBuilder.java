@@ -35,9 +35,10 @@ import org.slf4j.LoggerFactory;
  * bottom-up: base (array, file or RAM), optional crypto, readahead at the top (or, as an experiment that
  * caches ciphertext and decrypts only what is read, directly below crypto). The only place that knows every layer.
  *
- * <p>Used once at start-up by the thread that starts the server.
+ * <p>Used once at start-up by the thread that starts the server. {@link #buildLun} is public so that the
+ * benches measure the stacks the server builds rather than a copy of their assembly.
  */
-final class StackBuilder {
+public final class StackBuilder {
     private static final Logger log = LoggerFactory.getLogger(StackBuilder.class);
 
     private StackBuilder() {
@@ -128,11 +129,14 @@ final class StackBuilder {
     }
 
     /**
+     * Builds a LUN's chain on a base the caller opened ({@link #openBase}, or a bench's view of its array);
+     * closing the chain's top closes the base.
+     *
      * @param baseIsNew the base was created in this start (all zeros): only then may a missing key file
      *                  be generated ({@code create_key})
      */
-    static LunStack buildLun(String target, LunConfig lun, BlockDevice base, boolean baseIsNew, ReadaheadBudget budget)
-            throws IOException {
+    public static LunStack buildLun(String target, LunConfig lun, BlockDevice base, boolean baseIsNew,
+            ReadaheadBudget budget) throws IOException {
         BlockDevice below = base;
         ReadaheadBlockDevice readahead = null;
         CryptoBlockDevice crypto = null;
