@@ -5,13 +5,19 @@ import io.stripestack.blockdev.Geometry;
 import io.stripestack.blockdev.IoStats;
 import io.stripestack.readahead.ReadaheadBlockDevice;
 import io.stripestack.readahead.ReadaheadBudget;
-import io.stripestack.crypto.CryptoBlockDevice;
+import io.stripestack.crypto.PlainModeKeys;
 import io.stripestack.crypto.SectorCipher;
 import io.stripestack.raid5.Raid5Array;
 import io.stripestack.bench.ResultTable.Column;
 import io.stripestack.targetserver.config.Sizes;
+import io.stripestack.targetserver.config.StripestackConfig.BackingConfig;
+import io.stripestack.targetserver.config.StripestackConfig.CryptoConfig;
+import io.stripestack.targetserver.config.StripestackConfig.LunConfig;
+import io.stripestack.targetserver.config.StripestackConfig.ReadaheadConfig;
+import io.stripestack.targetserver.server.StackBuilder;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -23,7 +29,8 @@ import java.util.Locale;
  * 4 MiB) against sequential throughput, with and without encryption (the configured cipher spec, by default
  * the crypto layer's aes-cbc-essiv:sha256). The "plain" stack is an offset view over the array (what
  * dm-linear or a partition would be); the "encrypted" stack is the dm-crypt compatible layer with that
- * payload offset. All stacks share one prefilled array.
+ * payload offset, built by the server's {@link StackBuilder} as for a configured LUN (one random key file for
+ * all of them). All stacks share one prefilled array.
  *
  * <p>Large requests are one stripe (the seed's {@code dd bs=3145728} for 4 x 1 MiB chunks). The readahead
  * columns read sequentially with 128 KiB requests and one outstanding (a reader that relies on readahead):
@@ -54,6 +61,8 @@ final class AlignmentStudy implements Study {
 
     private static final int TRIALS_PER_STACK = 3 + Readahead.values().length;
 
+    private static final String ARRAY = "align";
+
     @Override
     public String name() {
         return "alignment";
@@ -76,9 +85,11 @@ final class AlignmentStudy implements Study {
         int cipherThreads = Runtime.getRuntime().availableProcessors();
         Measured[] cipherRate;
         int cacheRows;
-        try (MemberSet files = bench.memberFiles("align", s.members(), s.memberBytes())) {
+        Path keyFile = bench.scratch().resolve(ARRAY + ".key");
+        PlainModeKeys.createRandomKeyFile(keyFile, s.cipherKeyBytes());
+        try (MemberSet files = bench.memberFiles(ARRAY, s.members(), s.memberBytes())) {
             List<BlockDevice> members = files.open(s.members());
-            try (Raid5Array raid = bench.createRaid5("align", members, chunk)) {
+            try (Raid5Array raid = bench.createRaid5(ARRAY, members, chunk)) {
                 cacheRows = raid.stripeCacheSize();
                 bench.prefill(raid);
                 ReadaheadBudget budget = new ReadaheadBudget(s.readaheadBytes());
@@ -90,7 +101,7 @@ final class AlignmentStudy implements Study {
                 List<Bench.Trial> trials = new ArrayList<>();
                 for (long offset : offsets) {
                     for (boolean encrypted : new boolean[] {false, true}) {
-                        trials.addAll(trials(s, raid, budget, offset, encrypted, stripe, writeProbes));
+                        trials.addAll(trials(s, raid, budget, keyFile, offset, encrypted, stripe, writeProbes));
                     }
                 }
                 long cipherRegion = (long) stripe * cipherThreads;
@@ -130,19 +141,19 @@ final class AlignmentStudy implements Study {
      * with large requests, then small sequential reads without readahead, with it on top, and with it
      * directly above the array.
      */
-    private static List<Bench.Trial> trials(BenchSettings s, Raid5Array raid, ReadaheadBudget budget, long offset,
-                                            boolean encrypted, int stripe, Probe[] writeProbes) {
+    private static List<Bench.Trial> trials(BenchSettings s, Raid5Array raid, ReadaheadBudget budget, Path keyFile,
+                                            long offset, boolean encrypted, int stripe, Probe[] writeProbes) {
         String label = (encrypted ? "encrypted" : "plain") + " @" + Sizes.format(offset);
         long region = (raid.size() - offset) / stripe * stripe;
         List<Bench.Trial> trials = new ArrayList<>();
-        Bench.DeviceOpener plainStack = () -> stack(s, raid, offset, encrypted, Readahead.NONE, budget);
+        Bench.DeviceOpener plainStack = () -> stack(s, raid, keyFile, offset, encrypted, Readahead.NONE, budget);
         trials.add(new Bench.Trial(label, plainStack,
                 Workload.sequential(false, stripe, 0, s.queueDepth(), s.bytesPerRun(), region)));
         trials.add(new Bench.Trial(label, plainStack,
                 Workload.sequential(true, stripe, 0, s.queueDepth(), s.bytesPerRun(), region), writeProbes));
         for (Readahead placement : Readahead.values()) {
             trials.add(new Bench.Trial(label + " readahead " + placement.name().toLowerCase(java.util.Locale.ROOT),
-                    () -> stack(s, raid, offset, encrypted, placement, budget),
+                    () -> stack(s, raid, keyFile, offset, encrypted, placement, budget),
                     Workload.sequential(false, SMALL_READ, 0, 1, s.bytesPerRun(), region)));
         }
         trials.add(new Bench.Trial(label + " large reads", plainStack,
@@ -164,19 +175,27 @@ final class AlignmentStudy implements Study {
     }
 
     /** Builds one stack over the shared array; closing it closes everything but the array. */
-    private static BlockDevice stack(BenchSettings s, Raid5Array raid, long offset, boolean encrypted,
-                                     Readahead readahead, ReadaheadBudget budget) {
-        BlockDevice base = new OffsetView(raid, 0, false);
-        if (readahead == Readahead.ABOVE_RAID) {
-            base = new ReadaheadBlockDevice(base, budget);
-        }
-        BlockDevice top;
+    private static BlockDevice stack(BenchSettings s, Raid5Array raid, Path keyFile, long offset, boolean encrypted,
+                                     Readahead readahead, ReadaheadBudget budget) throws IOException {
+        BlockDevice array = new OffsetView(raid, 0, false);
         if (encrypted) {
-            top = new CryptoBlockDevice("crypt", base, newCipher(s), offset / 512, 0, false);
-        } else {
-            top = new OffsetView(base, offset, true);
+            return StackBuilder.buildLun(ARRAY, encryptedLun(s, keyFile, offset, readahead), array, false, budget).top();
         }
+        BlockDevice base = readahead == Readahead.ABOVE_RAID ? new ReadaheadBlockDevice(array, budget) : array;
+        BlockDevice top = new OffsetView(base, offset, true);
         return readahead == Readahead.TOP ? new ReadaheadBlockDevice(top, budget) : top;
+    }
+
+    /**
+     * The LUN configuration of an encrypted stack: the configured cipher with the key size a LUN gets by default,
+     * 512-byte sectors, the payload at {@code offset}; readahead at its default size, or off.
+     */
+    private static LunConfig encryptedLun(BenchSettings s, Path keyFile, long offset, Readahead readahead) {
+        CryptoConfig crypto = new CryptoConfig(false, s.cipher().toString(), s.cipherKeyBytes() * 8, keyFile, null,
+                null, offset / 512, 0, 512, false, false, false);
+        ReadaheadConfig readaheadConfig = new ReadaheadConfig(readahead == Readahead.NONE ? 0 : -1,
+                readahead == Readahead.ABOVE_RAID);
+        return new LunConfig(0, new BackingConfig(ARRAY, null, 0, false), crypto, readaheadConfig, false, null);
     }
 
     /** A cipher of the configured spec under a fresh random key (512-byte sectors, as the server's default). */

@@ -1,5 +1,6 @@
 package io.stripestack.bench;
 
+import io.stripestack.crypto.PlainModeKeys;
 import io.stripestack.targetserver.config.ConfigException;
 import io.stripestack.targetserver.config.ConfigLoader;
 import io.stripestack.targetserver.config.StripestackConfig;
@@ -9,10 +10,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
-import java.security.SecureRandom;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
@@ -43,12 +41,7 @@ final class IscsiEndToEnd {
         this.settings = settings;
         this.chunk = chunk;
         Files.createDirectories(dataDir);
-        Path key = dataDir.resolve("bench.key");
-        byte[] bytes = new byte[64];
-        new SecureRandom().nextBytes(bytes);
-        Files.write(key, bytes);
-        Arrays.fill(bytes, (byte) 0);
-        Files.setPosixFilePermissions(key, PosixFilePermissions.fromString("rw-------"));
+        PlainModeKeys.createRandomKeyFile(dataDir.resolve("bench.key"), 64);
     }
 
     /** Whether qemu-img (with its iSCSI driver) can be run. */

@@ -44,6 +44,16 @@ public final class FilePermissions {
     }
 
     /**
+     * Creates a new, empty file that only its owner may read and write: a secret written into it is never
+     * readable by others, as it would be between writing a file and a chmod.
+     *
+     * @throws java.nio.file.FileAlreadyExistsException if {@code file} exists (its permissions are not this call's)
+     */
+    public static Path createPrivate(Path file) throws IOException {
+        return Files.createFile(file, PosixFilePermissions.asFileAttribute(OWNER_READ_WRITE));
+    }
+
+    /**
      * What is wrong with a data file that users other than its owner may read or write, with the fix,
      * or null when nothing is (or the file system has no POSIX permissions, or it is not a regular file:
      * block devices are left to the system's device permissions).

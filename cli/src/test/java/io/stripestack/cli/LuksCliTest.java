@@ -7,14 +7,15 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.stripestack.crypto.PlainModeKeys;
 import io.stripestack.targetserver.config.ConfigLoader;
 import io.stripestack.targetserver.server.StripestackServer;
 import io.stripestack.targetserver.testing.ExternalTools;
 import io.stripestack.targetserver.testing.ExternalTools.Result;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import io.stripestack.cli.CliRunner.Outcome;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -29,8 +30,7 @@ class LuksCliTest {
 
     private Path secret(String name, String text) throws IOException {
         Path p = dir.resolve(name);
-        Files.writeString(p, text);
-        Files.setPosixFilePermissions(p, PosixFilePermissions.fromString("rw-------"));
+        PlainModeKeys.createKeyFile(p, text.getBytes(StandardCharsets.UTF_8));
         return p;
     }
 

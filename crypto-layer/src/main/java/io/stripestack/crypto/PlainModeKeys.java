@@ -7,6 +7,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.security.SecureRandom;
 import java.util.Arrays;
 import java.util.Locale;
 import org.bouncycastle.crypto.Digest;
@@ -53,6 +54,27 @@ public final class PlainModeKeys {
                     + " /dev/urandom > " + keyFile + "' or lower the key size");
         }
         return key;
+    }
+
+    /**
+     * Writes a key or passphrase file that is readable by its owner only from its creation on, as
+     * {@link #readKeyFile} and {@link #keyFromPassphraseFile} require.
+     *
+     * @throws java.nio.file.FileAlreadyExistsException if {@code file} exists: a key file is never overwritten
+     */
+    public static void createKeyFile(Path file, byte[] content) throws IOException {
+        Files.write(FilePermissions.createPrivate(file), content);
+    }
+
+    /** {@link #createKeyFile} with a new random key of {@code keyBytes} bytes, zeroed in memory once written. */
+    public static void createRandomKeyFile(Path file, int keyBytes) throws IOException {
+        byte[] key = new byte[keyBytes];
+        try {
+            new SecureRandom().nextBytes(key);
+            createKeyFile(file, key);
+        } finally {
+            Arrays.fill(key, (byte) 0);
+        }
     }
 
     /** Longest passphrase file accepted; a passphrase is typed, not a blob. */

@@ -10,7 +10,6 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -48,8 +47,7 @@ class CryptsetupInteropTest {
     void passphraseFile() throws Exception {
         ReferenceCipher.requireTool("cryptsetup", "--version");
         passFile = dir.resolve("pass");
-        Files.write(passFile, PASSPHRASE);
-        Files.setPosixFilePermissions(passFile, PosixFilePermissions.fromString("rw-------"));
+        PlainModeKeys.createKeyFile(passFile, PASSPHRASE);
     }
 
     @ParameterizedTest(name = "{0} {1}-bit sector {2}")

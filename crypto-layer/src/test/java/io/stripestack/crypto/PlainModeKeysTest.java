@@ -101,10 +101,21 @@ class PlainModeKeysTest {
     }
 
     @Test
+    void keyFilesAreCreatedOwnerOnlyAndNeverOverwritten() throws IOException {
+        Path file = dir.resolve("new.key");
+        PlainModeKeys.createRandomKeyFile(file, 32);
+        assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(file)));
+        assertEquals(32, PlainModeKeys.readKeyFile(file, 32).length);
+        assertThrows(java.nio.file.FileAlreadyExistsException.class, () -> PlainModeKeys.createKeyFile(file, new byte[32]));
+    }
+
+    @Test
     void passphraseFileFirstLineIsHashed() throws Exception {
         byte[] expected = sha("SHA-256", "correct horse");
-        for (String content : new String[] {"correct horse", "correct horse\n", "correct horse\r\nsecond line\n"}) {
-            Path file = privateFile("pass.txt", content.getBytes(StandardCharsets.UTF_8));
+        String[] contents = {"correct horse", "correct horse\n", "correct horse\r\nsecond line\n"};
+        for (int i = 0; i < contents.length; i++) {
+            String content = contents[i];
+            Path file = privateFile("pass" + i + ".txt", content.getBytes(StandardCharsets.UTF_8));
             assertArrayEquals(expected, PlainModeKeys.keyFromPassphraseFile(file, "sha256", 32), content);
         }
         Path empty = privateFile("empty.txt", "\nsecret\n".getBytes(StandardCharsets.UTF_8));
@@ -117,8 +128,7 @@ class PlainModeKeysTest {
 
     private Path privateFile(String name, byte[] content) throws IOException {
         Path file = dir.resolve(name);
-        Files.write(file, content);
-        Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-------"));
+        PlainModeKeys.createKeyFile(file, content);
         return file;
     }
 

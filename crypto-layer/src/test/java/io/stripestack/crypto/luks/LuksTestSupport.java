@@ -25,8 +25,7 @@ final class LuksTestSupport {
 
     /** Writes a passphrase or key file as a user would keep it: readable by its owner only. */
     static java.nio.file.Path writeSecret(java.nio.file.Path file, byte[] secret) throws java.io.IOException {
-        java.nio.file.Files.write(file, secret);
-        java.nio.file.Files.setPosixFilePermissions(file, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        io.stripestack.crypto.PlainModeKeys.createKeyFile(file, secret);
         return file;
     }
 

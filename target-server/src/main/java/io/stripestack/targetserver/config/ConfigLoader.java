@@ -10,7 +10,6 @@ import io.stripestack.targetserver.config.StripestackConfig.ReadaheadConfig;
 import io.stripestack.targetserver.config.StripestackConfig.ServerConfig;
 import io.stripestack.targetserver.config.StripestackConfig.TargetConfig;
 import io.stripestack.blockdev.FilePermissions;
-import io.stripestack.targetserver.iscsi.IscsiServerSettings;
 import java.io.IOException;
 import java.io.Reader;
 import java.io.StringReader;
@@ -100,23 +99,23 @@ public final class ConfigLoader {
     private static ServerConfig server(YamlNode n, Path dataDir) throws ConfigException {
         List<Portal> portals = new ArrayList<>();
         List<Portal> advertise = new ArrayList<>();
-        int tpgt = 1;
-        int queueDepth = 128;
+        int tpgt = ServerDefaults.PORTAL_GROUP_TAG;
+        int queueDepth = ServerDefaults.QUEUE_DEPTH;
         int ioThreads = 16;
-        int mrdsl = 262144;
-        int maxBurst = 1048576;
-        int firstBurst = 262144;
-        boolean immediateData = true;
-        boolean initialR2T = false;
+        int mrdsl = ServerDefaults.MAX_RECV_DATA_SEGMENT_LENGTH;
+        int maxBurst = ServerDefaults.MAX_BURST_LENGTH;
+        int firstBurst = ServerDefaults.FIRST_BURST_LENGTH;
+        boolean immediateData = ServerDefaults.IMMEDIATE_DATA;
+        boolean initialR2T = ServerDefaults.INITIAL_R2T;
         int nopIn = 10;
         Path admin = dataDir.resolve("stripestack.sock");
         Portal metrics = null;
         long readaheadBudget = 64L << 20;
-        long writeBufferBudget = IscsiServerSettings.DEFAULT_WRITE_BUFFER_BUDGET;
-        long dataInBudget = IscsiServerSettings.DEFAULT_DATA_IN_BUDGET;
-        long dataInPerSession = IscsiServerSettings.DEFAULT_DATA_IN_PER_SESSION;
-        int maxConnections = 256;
-        int authFailureDelayMillis = 1000;
+        long writeBufferBudget = ServerDefaults.WRITE_BUFFER_BUDGET;
+        long dataInBudget = ServerDefaults.DATA_IN_BUDGET;
+        long dataInPerSession = ServerDefaults.DATA_IN_PER_SESSION;
+        int maxConnections = ServerDefaults.MAX_CONNECTIONS;
+        int authFailureDelayMillis = ServerDefaults.AUTH_FAILURE_DELAY_MILLIS;
         if (n != null) {
             YamlNode p = n.child("portals");
             if (p != null) {
@@ -149,16 +148,15 @@ public final class ConfigLoader {
             }
             YamlNode writeBudget = n.child("write_buffer_budget");
             if (writeBudget != null) {
-                writeBufferBudget = writeBudget.size(IscsiServerSettings.MIN_WRITE_BUFFER_BUDGET,
-                        IscsiServerSettings.MAX_WRITE_BUFFER_BUDGET);
+                writeBufferBudget = writeBudget.size(ServerDefaults.MIN_BUDGET, ServerDefaults.MAX_BUDGET);
             }
             YamlNode dataIn = n.child("data_in_budget");
             if (dataIn != null) {
-                dataInBudget = dataIn.size(IscsiServerSettings.MIN_WRITE_BUFFER_BUDGET, IscsiServerSettings.MAX_WRITE_BUFFER_BUDGET);
+                dataInBudget = dataIn.size(ServerDefaults.MIN_BUDGET, ServerDefaults.MAX_BUDGET);
             }
             YamlNode perSession = n.child("data_in_per_session");
             if (perSession != null) {
-                dataInPerSession = perSession.size(IscsiServerSettings.MIN_WRITE_BUFFER_BUDGET, dataInBudget);
+                dataInPerSession = perSession.size(ServerDefaults.MIN_BUDGET, dataInBudget);
             } else {
                 dataInPerSession = Math.min(dataInPerSession, dataInBudget);
             }
@@ -178,7 +176,7 @@ public final class ConfigLoader {
             n.rejectUnknownKeys();
         }
         if (portals.isEmpty()) {
-            portals.add(new Portal("127.0.0.1", 3260));
+            portals.add(new Portal("127.0.0.1", ServerDefaults.PORT));
         }
         return new ServerConfig(List.copyOf(portals), List.copyOf(advertise), tpgt, queueDepth, ioThreads, mrdsl,
                 maxBurst, firstBurst, immediateData, initialR2T, nopIn, admin, metrics, readaheadBudget, writeBufferBudget,
@@ -199,11 +197,12 @@ public final class ConfigLoader {
                 throw n.error("'" + text + "' is not HOST:PORT ([::1]:3260 for IPv6)");
             }
             host = text.substring(1, close);
-            port = text.length() > close + 1 && text.charAt(close + 1) == ':' ? text.substring(close + 2) : "3260";
+            port = text.length() > close + 1 && text.charAt(close + 1) == ':' ? text.substring(close + 2)
+                    : Integer.toString(ServerDefaults.PORT);
         } else {
             int colon = text.lastIndexOf(':');
             host = colon < 0 ? text : text.substring(0, colon);
-            port = colon < 0 ? "3260" : text.substring(colon + 1);
+            port = colon < 0 ? Integer.toString(ServerDefaults.PORT) : text.substring(colon + 1);
         }
         try {
             int p = Integer.parseInt(port);

@@ -1,5 +1,6 @@
 package io.stripestack.targetserver.iscsi;
 
+import io.stripestack.targetserver.config.ServerDefaults;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -13,16 +14,6 @@ import java.util.Objects;
  * setting and the legal range.
  */
 public final class IscsiServerSettings {
-    /** Default {@link #writeBufferBudget()}: 256 MiB. */
-    public static final long DEFAULT_WRITE_BUFFER_BUDGET = 256L << 20;
-    /** Smallest {@link #writeBufferBudget()}: 64 KiB (below 1 MiB the allowance holds less than a default first burst). */
-    public static final long MIN_WRITE_BUFFER_BUDGET = 64L << 10;
-    /** Largest {@link #writeBufferBudget()}: 64 GiB. */
-    public static final long MAX_WRITE_BUFFER_BUDGET = 1L << 36;
-    /** Default {@link #dataInBudget()}: 256 MiB. */
-    public static final long DEFAULT_DATA_IN_BUDGET = 256L << 20;
-    /** Default {@link #dataInPerSession()}: 32 MiB. */
-    public static final long DEFAULT_DATA_IN_PER_SESSION = 32L << 20;
     private final List<InetSocketAddress> bindAddresses;
     private final List<String> portalAddresses;
     private final int targetPortalGroupTag;
@@ -123,19 +114,19 @@ public final class IscsiServerSettings {
     public static final class Builder {
         private final List<InetSocketAddress> bindAddresses = new ArrayList<>();
         private final List<String> portalAddresses = new ArrayList<>();
-        private int targetPortalGroupTag = 1;
-        private int maxRecvDataSegmentLength = 262144;
-        private int maxBurstLength = 1048576;
-        private int firstBurstLength = 262144;
-        private boolean immediateData = true;
-        private boolean initialR2T = false;
+        private int targetPortalGroupTag = ServerDefaults.PORTAL_GROUP_TAG;
+        private int maxRecvDataSegmentLength = ServerDefaults.MAX_RECV_DATA_SEGMENT_LENGTH;
+        private int maxBurstLength = ServerDefaults.MAX_BURST_LENGTH;
+        private int firstBurstLength = ServerDefaults.FIRST_BURST_LENGTH;
+        private boolean immediateData = ServerDefaults.IMMEDIATE_DATA;
+        private boolean initialR2T = ServerDefaults.INITIAL_R2T;
         private int maxOutstandingR2T = 4;
-        private int queueDepth = 128;
-        private long writeBufferBudget = DEFAULT_WRITE_BUFFER_BUDGET;
-        private long dataInBudget = DEFAULT_DATA_IN_BUDGET;
-        private long dataInPerSession = DEFAULT_DATA_IN_PER_SESSION;
-        private int maxConnections = 256;
-        private Duration authFailureDelay = Duration.ofSeconds(1);
+        private int queueDepth = ServerDefaults.QUEUE_DEPTH;
+        private long writeBufferBudget = ServerDefaults.WRITE_BUFFER_BUDGET;
+        private long dataInBudget = ServerDefaults.DATA_IN_BUDGET;
+        private long dataInPerSession = ServerDefaults.DATA_IN_PER_SESSION;
+        private int maxConnections = ServerDefaults.MAX_CONNECTIONS;
+        private Duration authFailureDelay = Duration.ofMillis(ServerDefaults.AUTH_FAILURE_DELAY_MILLIS);
         private Duration nopInInterval = Duration.ofSeconds(30);
         private Duration loginTimeout = Duration.ofSeconds(15);
         private Duration drainTimeout = Duration.ofSeconds(10);
@@ -196,7 +187,7 @@ public final class IscsiServerSettings {
 
         public IscsiServerSettings build() {
             if (bindAddresses.isEmpty()) {
-                bindAddresses.add(new InetSocketAddress(3260));
+                bindAddresses.add(new InetSocketAddress(ServerDefaults.PORT));
             }
             requireRange("targetPortalGroupTag", targetPortalGroupTag, 1, 65535);
             requireRange("maxRecvDataSegmentLength", maxRecvDataSegmentLength, 512, 16777215);
@@ -204,9 +195,9 @@ public final class IscsiServerSettings {
             requireRange("firstBurstLength", firstBurstLength, 512, maxBurstLength);
             requireRange("maxOutstandingR2T", maxOutstandingR2T, 1, 65535);
             requireRange("queueDepth", queueDepth, 1, 65536);
-            requireRange("writeBufferBudget", writeBufferBudget, MIN_WRITE_BUFFER_BUDGET, MAX_WRITE_BUFFER_BUDGET);
-            requireRange("dataInBudget", dataInBudget, MIN_WRITE_BUFFER_BUDGET, MAX_WRITE_BUFFER_BUDGET);
-            requireRange("dataInPerSession", dataInPerSession, MIN_WRITE_BUFFER_BUDGET, dataInBudget);
+            requireRange("writeBufferBudget", writeBufferBudget, ServerDefaults.MIN_BUDGET, ServerDefaults.MAX_BUDGET);
+            requireRange("dataInBudget", dataInBudget, ServerDefaults.MIN_BUDGET, ServerDefaults.MAX_BUDGET);
+            requireRange("dataInPerSession", dataInPerSession, ServerDefaults.MIN_BUDGET, dataInBudget);
             requireRange("maxConnections", maxConnections, 1, 65536);
             if (authFailureDelay.isNegative() || authFailureDelay.compareTo(Duration.ofMinutes(1)) > 0) {
                 throw new IllegalArgumentException("iSCSI setting authFailureDelay = " + authFailureDelay

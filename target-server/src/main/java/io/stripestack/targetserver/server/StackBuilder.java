@@ -35,9 +35,10 @@ import org.slf4j.LoggerFactory;
  * bottom-up: base (array, file or RAM), optional crypto, readahead at the top (or, as an experiment that
  * caches ciphertext and decrypts only what is read, directly below crypto). The only place that knows every layer.
  *
- * <p>Used once at start-up by the thread that starts the server.
+ * <p>Used once at start-up by the thread that starts the server. {@link #buildLun} is public so that the
+ * benches measure the stacks the server builds rather than a copy of their assembly.
  */
-final class StackBuilder {
+public final class StackBuilder {
     private static final Logger log = LoggerFactory.getLogger(StackBuilder.class);
 
     private StackBuilder() {
@@ -128,11 +129,14 @@ final class StackBuilder {
     }
 
     /**
+     * Builds a LUN's chain on a base the caller opened ({@link #openBase}, or a bench's view of its array);
+     * closing the chain's top closes the base.
+     *
      * @param baseIsNew the base was created in this start (all zeros): only then may a missing key file
      *                  be generated ({@code create_key})
      */
-    static LunStack buildLun(String target, LunConfig lun, BlockDevice base, boolean baseIsNew, ReadaheadBudget budget)
-            throws IOException {
+    public static LunStack buildLun(String target, LunConfig lun, BlockDevice base, boolean baseIsNew,
+            ReadaheadBudget budget) throws IOException {
         BlockDevice below = base;
         ReadaheadBlockDevice readahead = null;
         CryptoBlockDevice crypto = null;
@@ -150,18 +154,6 @@ final class StackBuilder {
             below = readahead;
         }
         return new LunStack(target, lun, below, readahead, crypto, base);
-    }
-
-    private static void createKeyFile(Path file, int bytes) throws IOException {
-        byte[] key = new byte[bytes];
-        try {
-            new java.security.SecureRandom().nextBytes(key);
-            Files.createDirectories(file.toAbsolutePath().getParent());
-            Files.write(Files.createFile(file, java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
-                    java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"))), key);
-        } finally {
-            Arrays.fill(key, (byte) 0);
-        }
     }
 
     private static ReadaheadBlockDevice readahead(BlockDevice below, LunConfig lun, ReadaheadBudget budget) {
@@ -185,7 +177,8 @@ final class StackBuilder {
                 throw new IOException("LUN " + lun.lun() + ": key file " + c.keyFile() + " is missing and the device"
                         + " below holds existing data; restore the key file (a new key would make the data unreadable)");
             }
-            createKeyFile(c.keyFile(), c.keyBits() / 8);
+            Files.createDirectories(c.keyFile().toAbsolutePath().getParent());
+            PlainModeKeys.createRandomKeyFile(c.keyFile(), c.keyBits() / 8);
             log.info("LUN {}: created a new random {}-bit key in {} (mode 0600); back it up", lun.lun(),
                     c.keyBits(), c.keyFile());
         }

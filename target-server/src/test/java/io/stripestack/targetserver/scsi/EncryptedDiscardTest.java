@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.stripestack.blockdev.BlockDevice;
+import io.stripestack.crypto.PlainModeKeys;
 import io.stripestack.crypto.luks.Kdf;
 import io.stripestack.crypto.luks.LuksFormatOptions;
 import io.stripestack.crypto.luks.LuksFormatter;
@@ -23,7 +24,6 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.security.MessageDigest;
 import java.util.Arrays;
 import java.util.List;
@@ -46,8 +46,7 @@ class EncryptedDiscardTest {
         Path key = dir.resolve(name);
         byte[] bytes = new byte[64];
         new java.util.Random(name.hashCode()).nextBytes(bytes);
-        Files.write(key, bytes);
-        Files.setPosixFilePermissions(key, PosixFilePermissions.fromString("rw-------"));
+        PlainModeKeys.createKeyFile(key, bytes);
         return key;
     }
 

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.stripestack.crypto.PlainModeKeys;
 import io.stripestack.targetserver.config.ConfigLoader;
 import io.stripestack.targetserver.config.StripestackConfig;
 import io.stripestack.targetserver.control.AdminServer;
@@ -16,7 +17,6 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -38,8 +38,7 @@ class StripestackServerIntegrationTest {
         Files.createDirectories(key.getParent());
         byte[] keyBytes = new byte[64];
         new Random(11).nextBytes(keyBytes);
-        Files.write(key, keyBytes);
-        Files.setPosixFilePermissions(key, PosixFilePermissions.fromString("rw-------"));
+        PlainModeKeys.createKeyFile(key, keyBytes);
         String yaml = """
                 data_dir: %s
                 server:
