@@ -6,6 +6,10 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.zip.CRC32C;
 import org.slf4j.Logger;
@@ -19,13 +23,20 @@ import org.slf4j.LoggerFactory;
  * parity, so a member lost afterwards is rebuilt right: untouched chunks read back as they were, written
  * ones as old or new. The format is {@link PplHeader}'s, at {@link Md1Superblock#pplOffset} on every member.
  *
- * <p>Protocol per member, md's: at most one log unit (a header and the partial parity of up to
- * {@value PplHeader#MAX_ENTRIES} rows) is outstanding. A row waits until the rows of the previous unit
- * have written their members; the first waiting row then writes one unit for every row waiting behind it
- * (group commit: one log write and flush covers all of them), after flushing the members the previous
- * unit's rows wrote, since the new header replaces the old one in place. So the header on a member always
- * names every row whose parity on that member may disagree with its data, and recovery needs only the
- * newest header, as the kernel's. A torn header write loses nothing: its rows had not touched the members.
+ * <p>Protocol per member: log units (a header and the partial parity of up to
+ * {@value PplHeader#MAX_ENTRIES} rows) are written one after another through the area, each with a
+ * durable write ({@link BlockDevice#writeDurable}, the FUA write md uses), one at a time: rows that arrive
+ * while a unit is being written wait and go together into the next one (group commit: one log write
+ * covers all of them). A row's member writes start once its unit is durable; they do not hold up the next
+ * unit. When the area is full the log starts again at its beginning, after every row it holds has written
+ * its members and those members were flushed, so the units from the start of the area up to the first one
+ * with a lower generation name every row whose parity may disagree with its data. Recovery replays them all,
+ * newest first, each entry only over the columns no newer entry of the same row decided: a row's updates are
+ * serialized by its write slot and each is logged, so an older entry is still true wherever no newer one
+ * touched the row, and where a newer one did, the newer one decides (it is replayed, or skipped when a data
+ * member it names is missing: the older one's partial parity would then be stale). A torn unit loses nothing: its rows
+ * had not touched the members. (The kernel, with the same format, writes one unit at a time per member and
+ * replays only the newest; an array that crashed under stripestack is recovered by starting it here.)
  *
  * <p>Concurrency: each member's log state is guarded by that {@link MemberLog}'s monitor; the unit is
  * written outside it by the row thread that leads the batch (any row-updating thread, see
@@ -74,9 +85,14 @@ final class PartialParityLog {
         final CRC32C crc = new CRC32C();
         // guarded by this:
         final ArrayDeque<Row> waiting = new ArrayDeque<>();
+        /** A row thread is writing a unit. */
         boolean writing;
-        int activeRows;
-        long activeMembers;
+        /** Rows whose unit is durable and whose member writes have not finished. */
+        int rowsInFlight;
+        /** Where the next unit goes, from the start of the area. */
+        int nextOffset;
+        /** Roles the rows logged since the area last started over wrote: flushed before it starts over again. */
+        long lapMembers;
         long generation;
 
         MemberLog(int role) {
@@ -97,6 +113,7 @@ final class PartialParityLog {
     private final LongAdder unitsWritten;
     private final LongAdder bytesWritten;
     private final LongAdder rowsLogged;
+    private final LongAdder areaRestarts;
 
     PartialParityLog(String name, StripeGeometry geo, MemberSet members, Md1Superblock sb, int blockSize, IoStats stats) {
         this.name = name;
@@ -113,6 +130,7 @@ final class PartialParityLog {
         this.unitsWritten = stats.counter("ppl_writes");
         this.bytesWritten = stats.counter("ppl_bytes");
         this.rowsLogged = stats.counter("ppl_rows");
+        this.areaRestarts = stats.counter("ppl_area_restarts");
     }
 
     static long areaOffset(Md1Superblock sb) {
@@ -140,11 +158,6 @@ final class PartialParityLog {
         return null;
     }
 
-    /** Bytes a log write may carry for one row whose partial parity is {@code ppSize} bytes. */
-    private int entrySpace() {
-        return areaBytes - PplHeader.BYTES;
-    }
-
     /**
      * Makes {@code row}'s entry durable in its parity member's log; returns when it is, or when that
      * member failed (then it is faulty and the row's parity is not written). Pair with {@link #done}.
@@ -152,12 +165,13 @@ final class PartialParityLog {
     void log(Row row) {
         MemberLog log = logs[row.parityRole];
         int taken;
-        long previousMembers;
+        int offset;
+        long lapFlush = 0;
         boolean interrupted = false;
         synchronized (log) {
             row.logged = false;
             log.waiting.addLast(row);
-            while (!row.logged && (log.writing || log.activeRows > 0 || log.waiting.peekFirst() != row)) {
+            while (!row.logged && (log.writing || log.waiting.peekFirst() != row)) {
                 try {
                     log.wait();
                 } catch (InterruptedException e) {
@@ -171,26 +185,44 @@ final class PartialParityLog {
                 return;
             }
             taken = 0;
-            int ppBytes = 0;
+            int unitBytes = PplHeader.BYTES;
             while (taken < log.batch.length && !log.waiting.isEmpty()
-                    && ppBytes + log.waiting.peekFirst().ppSize <= entrySpace()) {
+                    && unitBytes + log.waiting.peekFirst().ppSize <= areaBytes) {
                 Row next = log.waiting.pollFirst();
-                ppBytes += next.ppSize;
+                unitBytes += next.ppSize;
                 log.batch[taken++] = next;
             }
             log.writing = true;
-            previousMembers = log.activeMembers;
+            if (log.nextOffset + unitBytes > areaBytes) {
+                while (log.rowsInFlight > 0) {
+                    try {
+                        log.wait();
+                    } catch (InterruptedException e) {
+                        interrupted = true;
+                    }
+                }
+                lapFlush = log.lapMembers;
+                log.lapMembers = 0;
+                log.nextOffset = 0;
+                areaRestarts.increment();
+            }
+            offset = log.nextOffset;
             log.generation++;
         }
-        long members = 0;
+        long written = 0;
+        int unitBytes = 0;
         try {
-            flushMembers(previousMembers);
-            members = writeUnit(log, taken);
+            flushMembers(lapFlush);
+            unitBytes = writeUnit(log, taken, offset);
+            for (int i = 0; i < taken; i++) {
+                written |= log.batch[i].membersWritten;
+            }
         } finally {
             synchronized (log) {
                 log.writing = false;
-                log.activeRows = taken;
-                log.activeMembers = members;
+                log.nextOffset = offset + unitBytes;
+                log.lapMembers |= written;
+                log.rowsInFlight += taken;
                 for (int i = 0; i < taken; i++) {
                     log.batch[i].logged = true;
                     log.batch[i] = null;
@@ -203,22 +235,21 @@ final class PartialParityLog {
         }
     }
 
-    /** The row's member writes are done (or failed): the log may move on once its unit's rows all are. */
+    /** The row's member writes are done (or failed). */
     void done(Row row) {
         MemberLog log = logs[row.parityRole];
         synchronized (log) {
-            if (--log.activeRows == 0) {
+            if (--log.rowsInFlight == 0) {
                 log.notifyAll();
             }
         }
     }
 
-    /** Writes the header and partial parity of the batch and flushes; returns the roles the batch's rows write. */
-    private long writeUnit(MemberLog log, int taken) {
+    /** Writes the batch's unit at {@code offset} of the area, durably; returns its bytes. */
+    private int writeUnit(MemberLog log, int taken, int offset) {
         ByteBuffer unit = log.unit;
         PplHeader.begin(unit, signature, log.generation);
         int at = PplHeader.BYTES;
-        long written = 0;
         for (int i = 0; i < taken; i++) {
             Row r = log.batch[i];
             int sum = 0;
@@ -228,21 +259,19 @@ final class PartialParityLog {
                 at += r.ppSize;
             }
             PplHeader.addEntry(unit, r.dataSector, r.ppSize, r.dataSize, r.parityRole, sum);
-            written |= r.membersWritten;
         }
         PplHeader.seal(unit, log.crc);
         MemberSet.Member m = members.roles[log.role];
         BlockDevice device = m.device;
         try {
-            device.write(areaOffset, unit.duplicate().position(0).limit(at));
-            device.flush();
+            device.writeDurable(areaOffset + offset, unit.duplicate().position(0).limit(at));
             unitsWritten.increment();
             bytesWritten.add(at);
             rowsLogged.add(taken);
         } catch (IOException e) {
             members.memberFailed(log.role, device, e);
         }
-        return written;
+        return at;
     }
 
     private void flushMembers(long roles) {
@@ -269,82 +298,88 @@ final class PartialParityLog {
      * XOR of the data on the members and the logged partial parity. Runs before the array serves I/O.
      */
     Recovery recover() throws IOException {
-        int read = 0;
-        int invalid = 0;
-        int replayed = 0;
-        int skipped = 0;
-        long parityBytes = 0;
+        int[] counts = new int[4];
+        long[] parityBytes = new long[1];
         CRC32C crc = new CRC32C();
         ByteBuffer header = ByteBuffer.allocate(PplHeader.BYTES).order(ByteOrder.LITTLE_ENDIAN);
-        ByteBuffer candidate = ByteBuffer.allocate(PplHeader.BYTES).order(ByteOrder.LITTLE_ENDIAN);
         for (MemberSet.Member m : members.roles) {
             if (m.device == null || m.state != Raid5Status.MemberState.ACTIVE) {
                 continue;
             }
-            read++;
-            long unitOffset = newestUnit(m.device, header, candidate, crc);
-            if (unitOffset < 0) {
-                invalid++;
+            counts[0]++;
+            int units = replayUnits(m, header, crc, counts, parityBytes);
+            if (units == 0) {
+                counts[1]++;
                 LOG.warn("{}: member {} ({}) holds no valid partial parity log header", name, m.role, m.displayName);
-                continue;
             }
-            long ppAt = unitOffset + PplHeader.BYTES;
-            int entries = PplHeader.entries(header);
-            for (int e = 0; e < entries; e++) {
-                int ppSize = PplHeader.ppSize(header, e);
+        }
+        return new Recovery(counts[0], counts[1], counts[2], counts[3], parityBytes[0]);
+    }
+
+    /**
+     * Replays the member's units: those from the start of its area on, as long as each is valid and not
+     * older than the one before (what follows is left from before the area last started over), newest
+     * first, each entry only over the columns no newer entry of its row decided; returns how many units.
+     * {@code counts[2]} and {@code [3]} count entries replayed and skipped.
+     */
+    private int replayUnits(MemberSet.Member m, ByteBuffer header, CRC32C crc, int[] counts, long[] parityBytes)
+            throws IOException {
+        List<ByteBuffer> headers = new ArrayList<>();
+        List<Long> offsets = new ArrayList<>();
+        long generation = Long.MIN_VALUE;
+        long offset = 0;
+        while (offset + PplHeader.BYTES <= areaBytes) {
+            header.clear();
+            m.device.read(areaOffset + offset, header);
+            if (!PplHeader.isValid(header, signature, crc) || PplHeader.generation(header) < generation) {
+                break;
+            }
+            generation = PplHeader.generation(header);
+            headers.add(ByteBuffer.allocate(PplHeader.BYTES).order(ByteOrder.LITTLE_ENDIAN).put(header.clear()));
+            offsets.add(offset);
+            long next = offset + PplHeader.BYTES;
+            for (int e = 0, n = PplHeader.entries(header); e < n; e++) {
+                next += Integer.toUnsignedLong(PplHeader.ppSize(header, e));
+            }
+            offset = next;
+        }
+        Map<Long, long[]> covered = new HashMap<>();
+        for (int u = headers.size() - 1; u >= 0; u--) {
+            ByteBuffer h = headers.get(u);
+            long ppAt = areaOffset + offsets.get(u) + PplHeader.BYTES;
+            for (int e = 0, n = PplHeader.entries(h); e < n; e++) {
+                int ppSize = PplHeader.ppSize(h, e);
+                if (ppSize < 0 || ppAt - areaOffset + ppSize > areaBytes) {
+                    counts[3]++;
+                    break;
+                }
                 ByteBuffer pp = ByteBuffer.allocate(ppSize);
                 m.device.read(ppAt, pp);
                 pp.flip();
                 ppAt += ppSize;
-                if (PplHeader.ppChecksum(pp, 0, ppSize, crc) != PplHeader.entryChecksum(header, e)) {
-                    skipped++;
+                if (PplHeader.ppChecksum(pp, 0, ppSize, crc) != PplHeader.entryChecksum(h, e)) {
+                    counts[3]++;
                     LOG.warn("{}: partial parity log entry {} of member {} has a bad checksum; skipped", name, e, m.role);
                     continue;
                 }
-                long bytes = replayEntry(PplHeader.dataSector(header, e), ppSize, PplHeader.dataSize(header, e), pp);
+                long bytes = replayEntry(PplHeader.dataSector(h, e), ppSize, PplHeader.dataSize(h, e), pp, covered);
                 if (bytes < 0) {
-                    skipped++;
+                    counts[3]++;
                 } else {
-                    replayed++;
-                    parityBytes += bytes;
+                    counts[2]++;
+                    parityBytes[0] += bytes;
                 }
             }
         }
-        return new Recovery(read, invalid, replayed, skipped, parityBytes);
-    }
-
-    /**
-     * Finds the newest valid unit in a member's log area (the kernel may have written several one after
-     * another; this engine writes one, at the start) and leaves its header in {@code header}; -1 if none.
-     */
-    private long newestUnit(BlockDevice device, ByteBuffer header, ByteBuffer candidate, CRC32C crc) throws IOException {
-        long found = -1;
-        long generation = Long.MIN_VALUE;
-        long offset = 0;
-        while (offset + PplHeader.BYTES <= areaBytes) {
-            candidate.clear();
-            device.read(areaOffset + offset, candidate);
-            if (!PplHeader.isValid(candidate, signature, crc)
-                    || (found >= 0 && PplHeader.generation(candidate) < generation)) {
-                break;
-            }
-            found = areaOffset + offset;
-            generation = PplHeader.generation(candidate);
-            header.clear().put(candidate.clear());
-            long next = offset + PplHeader.BYTES;
-            for (int e = 0, n = PplHeader.entries(candidate); e < n; e++) {
-                next += Integer.toUnsignedLong(PplHeader.ppSize(candidate, e));
-            }
-            offset = next;
-        }
-        return found;
+        return headers.size();
     }
 
     /**
      * Recomputes the parity an entry covers, block by block as the kernel does; returns the parity bytes
      * written, or -1 when a data member it names is missing (that entry cannot be replayed).
      */
-    private long replayEntry(long dataSector, int ppSize, int dataSize, ByteBuffer pp) throws IOException {
+    private long replayEntry(long dataSector, int ppSize, int dataSize, ByteBuffer pp, Map<Long, long[]> covered)
+            throws IOException {
         long first = dataSector * blockSize;
         int setCount;
         int strip;
@@ -369,6 +404,15 @@ final class PartialParityLog {
         }
         int firstIndex = (int) ((first % geo.rowBytes) >>> geo.chunkShift);
         int inChunk = (int) (first & (geo.chunk - 1));
+        // A newer entry of the row decided these columns already: replayed, or skipped for a missing member.
+        long[] decided = covered.computeIfAbsent(row, r -> new long[(geo.blocksPerChunk + 63) / 64]);
+        int fromBlock = inChunk / StripeCache.BLOCK;
+        int toBlock = Math.min(geo.blocksPerChunk, (inChunk + strip) / StripeCache.BLOCK);
+        long[] open = decided.clone();
+        Bits.setRange(decided, fromBlock, toBlock);
+        if (Bits.nextClear(open, fromBlock, toBlock) >= toBlock) {
+            return 0;
+        }
         for (int k = 0; k < setCount; k++) {
             long at = first + (long) k * geo.chunk;
             if (at >= last) {
@@ -402,8 +446,16 @@ final class PartialParityLog {
         if (p.device == null || p.state != Raid5Status.MemberState.ACTIVE) {
             return 0;
         }
-        p.device.write(memberOffset, parity.clear());
-        return strip;
+        long bytes = 0;
+        for (int b = Bits.nextClear(open, fromBlock, toBlock); b < toBlock; ) {
+            int end = Bits.nextSet(open, b, toBlock);
+            int from = (b - fromBlock) * StripeCache.BLOCK;
+            int length = (end - b) * StripeCache.BLOCK;
+            p.device.write(memberOffset + from, parity.clear().position(from).limit(from + length));
+            bytes += length;
+            b = Bits.nextClear(open, end, toBlock);
+        }
+        return bytes;
     }
 
     /**

@@ -56,7 +56,7 @@ public final class Raid5Array extends MeteredBlockDevice {
     /** The layer counters of {@link #stats()}, in the order they are listed. */
     private static final List<String> LAYER_COUNTERS = List.of("full_stripe_writes", "rmw_writes",
             "reconstruct_writes", "member_prereads", "degraded_reads", "stripe_cache_hits", "held_writes",
-            "parity_mismatches", "read_errors_corrected", "ppl_writes", "ppl_bytes", "ppl_rows");
+            "parity_mismatches", "read_errors_corrected", "ppl_writes", "ppl_bytes", "ppl_rows", "ppl_area_restarts");
 
     private final String name;
     private final StripeGeometry geo;
