@@ -93,6 +93,8 @@ final class PartialParityLog {
         int nextOffset;
         /** Roles the rows logged since the area last started over wrote: flushed before it starts over again. */
         long lapMembers;
+        /** The device the units since the area last started over went to: a new one (a rebuilt member) starts over. */
+        BlockDevice device;
         long generation;
 
         MemberLog(int role) {
@@ -148,7 +150,7 @@ final class PartialParityLog {
      * the partial parity of one whole row (a chunk) between the superblock and the data.
      */
     static String whyNot(Md1Superblock sb) {
-        long room = WriteIntentBitmap.roomBeforeData(sb);
+        long room = sb.hasPpl() ? sb.pplSize * 512L : WriteIntentBitmap.roomBeforeData(sb);
         long needed = PplHeader.BYTES + sb.chunkSectors * 512L;
         if (Math.min(room, 2048 * 512L) < needed) {
             return "the partial parity log needs " + needed + " bytes (a 4 KiB header and one " + sb.chunkSectors / 2
@@ -193,6 +195,11 @@ final class PartialParityLog {
                 log.batch[taken++] = next;
             }
             log.writing = true;
+            BlockDevice device = members.roles[log.role].device;
+            if (device != log.device) {
+                log.device = device;
+                log.nextOffset = 0;
+            }
             if (log.nextOffset + unitBytes > areaBytes) {
                 while (log.rowsInFlight > 0) {
                     try {
@@ -303,7 +310,7 @@ final class PartialParityLog {
         CRC32C crc = new CRC32C();
         ByteBuffer header = ByteBuffer.allocate(PplHeader.BYTES).order(ByteOrder.LITTLE_ENDIAN);
         for (MemberSet.Member m : members.roles) {
-            if (m.device == null || m.state != Raid5Status.MemberState.ACTIVE) {
+            if (m.device == null || !m.holdsRole()) {
                 continue;
             }
             counts[0]++;
@@ -418,8 +425,7 @@ final class PartialParityLog {
             if (at >= last) {
                 break;
             }
-            MemberSet.Member m = members.roles[geo.dataMember(row, firstIndex + k)];
-            if (m.device == null || m.state != Raid5Status.MemberState.ACTIVE) {
+            if (!holdsData(members.roles[geo.dataMember(row, firstIndex + k)], row)) {
                 return -1;
             }
         }
@@ -443,7 +449,7 @@ final class PartialParityLog {
             }
         }
         MemberSet.Member p = members.roles[geo.parityMember(row)];
-        if (p.device == null || p.state != Raid5Status.MemberState.ACTIVE) {
+        if (p.device == null || !p.holdsRole()) {
             return 0;
         }
         long bytes = 0;
@@ -456,6 +462,12 @@ final class PartialParityLog {
             b = Bits.nextClear(open, end, toBlock);
         }
         return bytes;
+    }
+
+    /** Whether {@code m} holds valid data in {@code row}: active, or rebuilt past it. */
+    private boolean holdsData(MemberSet.Member m, long row) {
+        return m.device != null && (m.state == Raid5Status.MemberState.ACTIVE
+                || (m.state == Raid5Status.MemberState.REBUILDING && row < members.recoveredRows));
     }
 
     /**

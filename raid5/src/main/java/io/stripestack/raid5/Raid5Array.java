@@ -111,6 +111,9 @@ public final class Raid5Array extends MeteredBlockDevice {
         } else if (!recordsLog) {
             template.featureMap = (template.featureMap & ~Md1Superblock.FEATURE_BITMAP) | Md1Superblock.FEATURE_PPL;
             PartialParityLog.place(template);
+        } else {
+            // never into md's bad-block log, whatever the recorded size says
+            template.pplSize = (int) Math.min(template.pplSize, WriteIntentBitmap.roomBeforeData(template) / 512);
         }
         PartialParityLog ppl = null;
         if (consistencyPolicy == ConsistencyPolicy.PPL) {
