@@ -193,6 +193,7 @@ class PartialParityLogTest {
             pool.shutdown();
             assertTrue(array.stats().counter("ppl_writes").sum() > 0);
             assertTrue(array.stats().counter("ppl_rows").sum() >= array.stats().counter("ppl_writes").sum());
+            assertTrue(array.stats().counter("ppl_area_restarts").sum() > 0, "the logs went round their areas");
         }
         try (Raid5Array array = Raid5Files.assemble(paths, Raid5Options.defaults(), false)) {
             array.setSyncAction("check");
