@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
+import io.netty.buffer.UnpooledByteBufAllocator;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.util.ResourceLeakDetector;
 import java.nio.charset.StandardCharsets;
@@ -66,7 +67,7 @@ class IscsiPduCodecTest {
         IscsiPdu first = ch.readInbound();
         assertEquals(52, first.header().readableBytes(), "BHS + one AHS word");
         assertEquals("abcde", first.data().toString(StandardCharsets.US_ASCII), "padding stripped");
-        assertEquals(0x1234, Bhs.itt(first.header()));
+        assertEquals(0x1234, new NopOutHeader().wrap(first.header()).itt());
         first.release();
         IscsiPdu second = ch.readInbound();
         assertFalse(second.data().isReadable());
@@ -167,10 +168,8 @@ class IscsiPduCodecTest {
         PduEncoder encoder = new PduEncoder();
         encoder.enableDigests(true, true);
         EmbeddedChannel ch = new EmbeddedChannel(encoder);
-        ByteBuf header = Unpooled.buffer(52);
-        Bhs.begin(header, Bhs.OP_DATA_IN, 0x80, 5);
         ByteBuf data = Unpooled.directBuffer().writeBytes("hello".getBytes(StandardCharsets.US_ASCII));
-        ch.writeOutbound(IscsiPdu.of(header, data));
+        ch.writeOutbound(new DataInHeader().begin(UnpooledByteBufAllocator.DEFAULT, 5).toPdu(data));
         ByteBuf h = ch.readOutbound();
         assertEquals(52, h.readableBytes());
         Crc32cDigest crc = new Crc32cDigest();
