@@ -16,8 +16,8 @@ import io.netty.buffer.ByteBuf;
  * Offsets count from the reader index the header buffer had when wrapped.
  */
 abstract class PduHeader<V extends PduHeader<V>> {
-    private static final int FLAGS = 1;
-    private static final int ITT = 16;
+    static final int FLAGS = 1;
+    static final int ITT = 16;
     /** The 8-byte LUN, in the PDU types that address a logical unit. */
     static final int LUN = 8;
     /** The Target Transfer Tag, in the PDU types that carry one. */
@@ -71,15 +71,6 @@ abstract class PduHeader<V extends PduHeader<V>> {
     /** The flags byte, unsigned: what its bits mean depends on the PDU type. */
     final int flags() {
         return getByte(FLAGS) & 0xff;
-    }
-
-    final void flags(int flags) {
-        setByte(FLAGS, flags);
-    }
-
-    final V itt(int itt) {
-        setInt(ITT, itt);
-        return self();
     }
 
     @SuppressWarnings("unchecked")

@@ -40,6 +40,15 @@ abstract class ResponseHeader<V extends ResponseHeader<V>> extends PduHeader<V> 
         return pdu;
     }
 
+    final V itt(int itt) {
+        setInt(ITT, itt);
+        return self();
+    }
+
+    final void flags(int flags) {
+        setByte(FLAGS, flags);
+    }
+
     /** Sets or clears {@code bits} of the flags byte. */
     final V flag(int bits, boolean set) {
         int flags = flags();
