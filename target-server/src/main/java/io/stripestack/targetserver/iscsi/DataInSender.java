@@ -21,10 +21,6 @@ import java.util.concurrent.RejectedExecutionException;
  * thread and hops onto it.
  */
 final class DataInSender {
-    private static final int DATA_IN_STATUS = 0x01;
-    private static final int RESIDUAL_UNDERFLOW = 0x02;
-    private static final int RESIDUAL_OVERFLOW = 0x04;
-
     private final IscsiConnection connection;
     private final ServerContext server;
     private final ChannelHandlerContext ctx;
@@ -33,6 +29,8 @@ final class DataInSender {
     private long held;
     /** Reads waiting for Data-In room, in arrival order. */
     private final ArrayDeque<IscsiTask> waiting = new ArrayDeque<>();
+    private final DataInHeader dataInHeader = new DataInHeader();
+    private final ScsiResponseHeader responseHeader = new ScsiResponseHeader();
 
     DataInSender(IscsiConnection connection, ServerContext server, ChannelHandlerContext ctx, NegotiatedParameters params) {
         this.connection = connection;
@@ -122,15 +120,13 @@ final class DataInSender {
         if (commandLength >= 0 && task.reads()) {
             toSend = (int) Math.min(toSend, commandLength);
         }
-        int residualFlags = 0;
+        boolean overflow = commandLength > edtl;
         long residual = 0;
-        if (commandLength > edtl) {
-            residualFlags = RESIDUAL_OVERFLOW;
+        if (overflow) {
             residual = commandLength - edtl;
         } else {
             long transferred = task.reads() ? toSend : Math.max(commandLength, 0);
             if (transferred < edtl) {
-                residualFlags = RESIDUAL_UNDERFLOW;
                 residual = edtl - transferred;
             }
         }
@@ -144,26 +140,21 @@ final class DataInSender {
             int burstLeft = params.maxBurstLength - offset % params.maxBurstLength;
             int length = Math.min(Math.min(segmentLimit, toSend - offset), burstLeft);
             boolean last = offset + length == toSend;
-            int flags = last || length == burstLeft ? Bhs.FINAL_BIT : 0;
+            DataInHeader h = dataInHeader.begin(ctx.alloc(), length)
+                    .finalBit(last || length == burstLeft)
+                    .lunField(task.lunField)
+                    .itt(task.itt)
+                    .ttt(Bhs.RESERVED_TAG)
+                    .dataSn(dataSn++)
+                    .bufferOffset(offset);
             if (last && collapse) {
-                flags |= DATA_IN_STATUS | residualFlags;
-            }
-            ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
-            Bhs.begin(h, Bhs.OP_DATA_IN, flags, length);
-            h.setLong(Bhs.OFF_LUN, task.lunField);
-            h.setInt(Bhs.OFF_ITT, task.itt);
-            h.setInt(Bhs.OFF_TTT, Bhs.RESERVED_TAG);
-            if ((flags & DATA_IN_STATUS) != 0) {
-                h.setByte(Bhs.OFF_STATUS, cmd.status());
+                h.status(cmd.status()).residual(overflow, residualCount);
                 sequence.stamp(h);
-                h.setInt(Bhs.OFF_RESIDUAL, residualCount);
             } else {
                 sequence.stampWindow(h);
             }
-            h.setInt(Bhs.OFF_DATA_SN, dataSn++);
-            h.setInt(Bhs.OFF_BUFFER_OFFSET, offset);
             ChannelPromise promise = last && collapse ? lastWritePromise(task) : ctx.voidPromise();
-            ctx.write(IscsiPdu.of(h, dataIn.retainedSlice(dataIn.readerIndex() + offset, length)), promise);
+            ctx.write(h.toPdu(dataIn.retainedSlice(dataIn.readerIndex() + offset, length)), promise);
             offset += length;
         }
         if (collapse) {
@@ -176,14 +167,13 @@ final class DataInSender {
             senseData.writeShort(sense.length);
             senseData.writeBytes(sense);
         }
-        ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
-        Bhs.begin(h, Bhs.OP_SCSI_RESPONSE, Bhs.FINAL_BIT | residualFlags, senseData == null ? 0 : senseData.readableBytes());
-        h.setByte(Bhs.OFF_STATUS, cmd.status());
-        h.setInt(Bhs.OFF_ITT, task.itt);
+        ScsiResponseHeader h = responseHeader.begin(ctx.alloc(), senseData == null ? 0 : senseData.readableBytes())
+                .status(cmd.status())
+                .residual(overflow, residualCount)
+                .itt(task.itt)
+                .expDataSn(task.reads() ? dataSn : task.r2tSn);
         sequence.stamp(h);
-        h.setInt(Bhs.OFF_DATA_SN, task.reads() ? dataSn : task.r2tSn);
-        h.setInt(Bhs.OFF_RESIDUAL, residualCount);
-        ctx.write(IscsiPdu.of(h, senseData), lastWritePromise(task));
+        ctx.write(h.toPdu(senseData), lastWritePromise(task));
     }
 
     /**
@@ -200,14 +190,12 @@ final class DataInSender {
     }
 
     /** A SCSI Response with only a status, for a command that is answered without ever becoming a task. */
-    void sendStatusOnly(ByteBuf request, int status) {
-        ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
-        int edtl = request.getInt(Bhs.OFF_EXPECTED_LENGTH);
-        Bhs.begin(h, Bhs.OP_SCSI_RESPONSE, Bhs.FINAL_BIT | (edtl > 0 ? RESIDUAL_UNDERFLOW : 0), 0);
-        h.setByte(Bhs.OFF_STATUS, status);
-        h.setInt(Bhs.OFF_ITT, Bhs.itt(request));
+    void sendStatusOnly(ScsiCommandHeader request, int status) {
+        ScsiResponseHeader h = responseHeader.begin(ctx.alloc(), 0)
+                .status(status)
+                .residual(false, Math.max(request.expectedDataTransferLength(), 0))
+                .itt(request.itt());
         connection.sequence().stamp(h);
-        h.setInt(Bhs.OFF_RESIDUAL, Math.max(edtl, 0));
-        ctx.write(IscsiPdu.of(h, null), ctx.voidPromise());
+        ctx.write(h.toPdu(null), ctx.voidPromise());
     }
 }

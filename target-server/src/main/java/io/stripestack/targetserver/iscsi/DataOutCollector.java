@@ -34,6 +34,7 @@ final class DataOutCollector {
     private final ServerContext server;
     private final ChannelHandlerContext ctx;
     private final NegotiatedParameters params;
+    private final R2tHeader r2tHeader = new R2tHeader();
 
     DataOutCollector(IscsiConnection connection, ServerContext server, ChannelHandlerContext ctx, NegotiatedParameters params) {
         this.connection = connection;
@@ -105,31 +106,31 @@ final class DataOutCollector {
     }
 
     /** A Data-Out PDU; {@code receivedNanos} is its arrival on the connection's ticker. */
-    void dataOut(ByteBuf h, ByteBuf data, long receivedNanos) {
-        int ttt = Bhs.ttt(h);
-        IscsiTask task = ttt == Bhs.RESERVED_TAG ? connection.taskByItt(Bhs.itt(h)) : connection.taskByTtt(ttt);
+    void dataOut(DataOutHeader h, ByteBuf data, long receivedNanos) {
+        int ttt = h.ttt();
+        IscsiTask task = ttt == Bhs.RESERVED_TAG ? connection.taskByItt(h.itt()) : connection.taskByTtt(ttt);
         if (task == null || task.state != IscsiTask.State.COLLECTING_DATA) {
             // data for a task that was aborted or already failed: nothing to do
             log.debug("{}: Data-Out for unknown task ITT 0x{} TTT 0x{} dropped", connection.remote(),
-                    Integer.toHexString(Bhs.itt(h)), Integer.toHexString(ttt));
+                    Integer.toHexString(h.itt()), Integer.toHexString(ttt));
             return;
         }
-        int offset = h.getInt(Bhs.OFF_BUFFER_OFFSET);
+        int offset = h.bufferOffset();
         int length = data.readableBytes();
         int end = offset + length;
         boolean unsolicited = ttt == Bhs.RESERVED_TAG;
-        boolean finalBit = Bhs.finalBit(h);
-        if (task.itt != Bhs.itt(h) || offset < 0 || (long) offset + length > task.expectedTransferLength()
+        boolean finalBit = h.isFinal();
+        if (task.itt != h.itt() || offset < 0 || (long) offset + length > task.expectedTransferLength()
                 || unsolicited && (!task.unsolicitedPending || end > params.firstBurstLength)
                 || !unsolicited && (task.outstandingR2ts == 0 || end > task.nextR2tOffset)) {
             // outside the buffer, unsolicited beyond the first burst, or solicited data no R2T asked for
             dataPhaseError(task, "Data-Out outside what the command allows", offset, length);
-            connection.sendReject(h, Bhs.REJECT_PROTOCOL_ERROR);
+            connection.sendReject(h.buffer(), Bhs.REJECT_PROTOCOL_ERROR);
             return;
         }
-        if (h.getInt(Bhs.OFF_DATA_SN) != task.expectedDataSn) {
+        if (h.dataSn() != task.expectedDataSn) {
             // ErrorRecoveryLevel 0 cannot ask for the PDU again: the command fails, the session lives on
-            dataPhaseError(task, "Data-Out DataSN " + h.getInt(Bhs.OFF_DATA_SN) + " where " + task.expectedDataSn
+            dataPhaseError(task, "Data-Out DataSN " + h.dataSn() + " where " + task.expectedDataSn
                     + " was due", offset, length);
         }
         if (offset != task.dataEnd) {
@@ -184,16 +185,15 @@ final class DataOutCollector {
         }
         while (task.outstandingR2ts < params.maxOutstandingR2T && task.nextR2tOffset < task.expectedTransferLength()) {
             int length = Math.min(params.maxBurstLength, task.expectedTransferLength() - task.nextR2tOffset);
-            ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
-            Bhs.begin(h, Bhs.OP_R2T, Bhs.FINAL_BIT, 0);
-            h.setLong(Bhs.OFF_LUN, task.lunField);
-            h.setInt(Bhs.OFF_ITT, task.itt);
-            h.setInt(Bhs.OFF_TTT, task.targetTransferTag);
+            R2tHeader h = r2tHeader.begin(ctx.alloc(), 0)
+                    .lunField(task.lunField)
+                    .itt(task.itt)
+                    .ttt(task.targetTransferTag)
+                    .r2tSn(task.r2tSn++)
+                    .bufferOffset(task.nextR2tOffset)
+                    .desiredDataTransferLength(length);
             connection.sequence().stampCurrent(h);
-            h.setInt(Bhs.OFF_DATA_SN, task.r2tSn++);
-            h.setInt(Bhs.OFF_BUFFER_OFFSET, task.nextR2tOffset);
-            h.setInt(Bhs.OFF_RESIDUAL, length);
-            ctx.write(IscsiPdu.of(h, null), ctx.voidPromise());
+            ctx.write(h.toPdu(null), ctx.voidPromise());
             task.nextR2tOffset += length;
             task.outstandingR2ts++;
             task.lastDataOutNanos = ctx.executor().ticker().nanoTime();

@@ -87,6 +87,18 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     private boolean pingOutstanding;
     private ScheduledFuture<?> nopTimer;
 
+    // ---- header views, re-pointed at each PDU (see PduHeader)
+    private final ScsiCommandHeader scsiCommandHeader = new ScsiCommandHeader();
+    private final DataOutHeader dataOutHeader = new DataOutHeader();
+    private final NopOutHeader nopOutHeader = new NopOutHeader();
+    private final TaskManagementHeader taskManagementHeader = new TaskManagementHeader();
+    private final TextRequestHeader textRequestHeader = new TextRequestHeader();
+    private final LogoutRequestHeader logoutRequestHeader = new LogoutRequestHeader();
+    private final NopInHeader nopInHeader = new NopInHeader();
+    private final LogoutResponseHeader logoutResponseHeader = new LogoutResponseHeader();
+    private final AsyncMessageHeader asyncMessageHeader = new AsyncMessageHeader();
+    private final RejectHeader rejectHeader = new RejectHeader();
+
     IscsiConnection(ServerContext server, PduDecoder decoder, PduEncoder encoder) {
         this.server = server;
         this.decoder = decoder;
@@ -263,42 +275,52 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     private void fullFeaturePhase(IscsiPdu pdu) {
         ByteBuf h = pdu.header();
         switch (pdu.opcode()) {
-            case Bhs.OP_SCSI_COMMAND:
+            case Bhs.OP_SCSI_COMMAND: {
+                ScsiCommandHeader command = scsiCommandHeader.wrap(h);
                 if (discovery) {
                     sendReject(h, Bhs.REJECT_PROTOCOL_ERROR);
-                } else if (sequence.accept(h)) {
-                    scsiCommand(h, pdu.data());
+                } else if (sequence.accept(command)) {
+                    scsiCommand(command, pdu.data());
                 }
                 break;
+            }
             case Bhs.OP_DATA_OUT:
                 if (discovery) {
                     sendReject(h, Bhs.REJECT_PROTOCOL_ERROR);
                 } else {
-                    dataOut.dataOut(h, pdu.data(), lastReceiveNanos);
+                    dataOut.dataOut(dataOutHeader.wrap(h), pdu.data(), lastReceiveNanos);
                 }
                 break;
-            case Bhs.OP_NOP_OUT:
-                if (sequence.accept(h)) {
-                    nopOut(h, pdu.data());
+            case Bhs.OP_NOP_OUT: {
+                NopOutHeader nop = nopOutHeader.wrap(h);
+                if (sequence.accept(nop)) {
+                    nopOut(nop, pdu.data());
                 }
                 break;
-            case Bhs.OP_TASK_MGMT_REQUEST:
+            }
+            case Bhs.OP_TASK_MGMT_REQUEST: {
+                TaskManagementHeader request = taskManagementHeader.wrap(h);
                 if (discovery) {
                     sendReject(h, Bhs.REJECT_PROTOCOL_ERROR);
-                } else if (sequence.accept(h)) {
-                    taskManagement.request(h);
+                } else if (sequence.accept(request)) {
+                    taskManagement.request(request);
                 }
                 break;
-            case Bhs.OP_TEXT_REQUEST:
-                if (sequence.accept(h)) {
-                    text.request(h, pdu.data());
+            }
+            case Bhs.OP_TEXT_REQUEST: {
+                TextRequestHeader request = textRequestHeader.wrap(h);
+                if (sequence.accept(request)) {
+                    text.request(request, pdu.data());
                 }
                 break;
-            case Bhs.OP_LOGOUT_REQUEST:
-                if (sequence.accept(h)) {
-                    logout(h);
+            }
+            case Bhs.OP_LOGOUT_REQUEST: {
+                LogoutRequestHeader request = logoutRequestHeader.wrap(h);
+                if (sequence.accept(request)) {
+                    logout(request);
                 }
                 break;
+            }
             case Bhs.OP_LOGIN_REQUEST:
                 sendReject(h, Bhs.REJECT_PROTOCOL_ERROR);
                 break;
@@ -382,22 +404,21 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
 
     // ------------------------------------------------------------------ SCSI commands
 
-    private void scsiCommand(ByteBuf h, ByteBuf data) {
-        boolean immediate = Bhs.immediate(h);
-        int flags = Bhs.flags(h);
-        int itt = Bhs.itt(h);
-        int edtl = h.getInt(Bhs.OFF_EXPECTED_LENGTH);
-        boolean readBit = (flags & 0x40) != 0;
-        boolean writeBit = (flags & 0x20) != 0;
+    private void scsiCommand(ScsiCommandHeader h, ByteBuf data) {
+        boolean immediate = h.immediate();
+        int itt = h.itt();
+        int edtl = h.expectedDataTransferLength();
+        boolean readBit = h.reads();
+        boolean writeBit = h.writes();
         int immediateLength = data.readableBytes();
         if (draining || logoutPending) {
             sequence.retire(immediate);
-            sendReject(h, Bhs.REJECT_WAITING_FOR_LOGOUT);
+            sendReject(h.buffer(), Bhs.REJECT_WAITING_FOR_LOGOUT);
             return;
         }
         if (tasksByItt.containsKey(itt)) {
             sequence.retire(immediate);
-            sendReject(h, Bhs.REJECT_TASK_IN_PROGRESS);
+            sendReject(h.buffer(), Bhs.REJECT_TASK_IN_PROGRESS);
             return;
         }
         if (immediate && immediateTasks >= server.settings.queueDepth()) {
@@ -409,21 +430,20 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
                 || immediateLength > 0 && (!writeBit || !params.immediateData || immediateLength > edtl
                         || immediateLength > params.firstBurstLength)) {
             sequence.retire(immediate);
-            sendReject(h, immediateLength > 0 ? Bhs.REJECT_PROTOCOL_ERROR : Bhs.REJECT_INVALID_PDU_FIELD);
+            sendReject(h.buffer(), immediateLength > 0 ? Bhs.REJECT_PROTOCOL_ERROR : Bhs.REJECT_INVALID_PDU_FIELD);
             return;
         }
-        byte[] cdb = readCdb(h);
+        byte[] cdb = h.cdb();
         if (cdb == null) {
             sequence.retire(immediate);
-            sendReject(h, Bhs.REJECT_INVALID_PDU_FIELD);
+            sendReject(h.buffer(), Bhs.REJECT_INVALID_PDU_FIELD);
             return;
         }
         boolean expectsData = writeBit && edtl > 0;
         int ttt = expectsData ? nextTargetTransferTag() : Bhs.RESERVED_TAG;
-        long lunField = Bhs.lunField(h);
-        ScsiCommand command = new ScsiCommand(nexus, Bhs.decodeLun(lunField), cdb, edtl, readBit, writeBit, flags & 0x07,
+        ScsiCommand command = new ScsiCommand(nexus, h.lun(), cdb, edtl, readBit, writeBit, h.taskAttributes(),
                 null, ctx.alloc());
-        IscsiTask task = new IscsiTask(this, itt, ttt, lunField, Bhs.cmdSn(h), immediate, command);
+        IscsiTask task = new IscsiTask(this, itt, ttt, h.lunField(), h.cmdSn(), immediate, command);
         tasksByItt.put(itt, task);
         if (immediate) {
             immediateTasks++;
@@ -433,30 +453,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
             return;
         }
         tasksByTtt.put(ttt, task);
-        dataOut.start(task, (flags & Bhs.FINAL_BIT) != 0, data);
-    }
-
-    /** The CDB: 16 bytes from the BHS, more from an Extended CDB AHS (type 1); null if malformed. */
-    private static byte[] readCdb(ByteBuf h) {
-        int ahsEnd = h.readableBytes();
-        int offset = Bhs.LENGTH;
-        while (offset + 4 <= ahsEnd) {
-            int length = h.getUnsignedShort(offset);
-            int type = h.getByte(offset + 2) & 0xff;
-            if (offset + 3 + length > ahsEnd) {
-                return null;
-            }
-            if (type == 1 && length > 1) {
-                byte[] cdb = new byte[16 + length - 1];
-                h.getBytes(Bhs.OFF_CDB, cdb, 0, 16);
-                h.getBytes(offset + 4, cdb, 16, length - 1);
-                return cdb;
-            }
-            offset += (3 + length + 3) & ~3;
-        }
-        byte[] cdb = new byte[16];
-        h.getBytes(Bhs.OFF_CDB, cdb);
-        return cdb;
+        dataOut.start(task, h.isFinal(), data);
     }
 
     int nextTargetTransferTag() {
@@ -553,30 +550,29 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
 
     // ------------------------------------------------------------------ NOP
 
-    private void nopOut(ByteBuf h, ByteBuf data) {
-        sequence.retire(Bhs.immediate(h));
-        int itt = Bhs.itt(h);
+    private void nopOut(NopOutHeader h, ByteBuf data) {
+        sequence.retire(h.immediate());
+        int itt = h.itt();
         if (itt == Bhs.RESERVED_TAG) {
             return; // an answer to our ping, or a ping that wants no answer
         }
         ByteBuf echo = data.isReadable()
                 ? data.retainedSlice(data.readerIndex(), Math.min(data.readableBytes(), params.initiatorMaxRecvDataSegmentLength))
                 : null;
-        sendNopIn(itt, Bhs.RESERVED_TAG, Bhs.lunField(h), echo, true);
+        sendNopIn(itt, Bhs.RESERVED_TAG, h.lunField(), echo, true);
     }
 
     private void sendNopIn(int itt, int ttt, long lunField, ByteBuf data, boolean answer) {
-        ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
-        Bhs.begin(h, Bhs.OP_NOP_IN, Bhs.FINAL_BIT, data == null ? 0 : data.readableBytes());
-        h.setLong(Bhs.OFF_LUN, lunField);
-        h.setInt(Bhs.OFF_ITT, itt);
-        h.setInt(Bhs.OFF_TTT, ttt);
+        NopInHeader h = nopInHeader.begin(ctx.alloc(), data == null ? 0 : data.readableBytes())
+                .lunField(lunField)
+                .itt(itt)
+                .ttt(ttt);
         if (answer) {
             sequence.stamp(h);
         } else {
             sequence.stampCurrent(h);
         }
-        ctx.write(IscsiPdu.of(h, data), ctx.voidPromise());
+        ctx.write(h.toPdu(data), ctx.voidPromise());
     }
 
     /**
@@ -610,10 +606,10 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
 
     // ------------------------------------------------------------------ logout and shutdown
 
-    private void logout(ByteBuf h) {
-        sequence.retire(Bhs.immediate(h));
-        int reason = Bhs.flags(h) & 0x7f;
-        pendingLogoutItt = Bhs.itt(h);
+    private void logout(LogoutRequestHeader h) {
+        sequence.retire(h.immediate());
+        int reason = h.reasonCode();
+        pendingLogoutItt = h.itt();
         if (reason != LOGOUT_CLOSE_SESSION && reason != LOGOUT_CLOSE_CONNECTION) {
             sendLogoutHeader(LOGOUT_CONNECTION_RECOVERY_NOT_SUPPORTED);
             return;
@@ -639,14 +635,13 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     }
 
     private void sendLogoutHeader(int response) {
-        ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
-        Bhs.begin(h, Bhs.OP_LOGOUT_RESPONSE, Bhs.FINAL_BIT, 0);
-        h.setByte(Bhs.OFF_RESPONSE, response);
-        h.setInt(Bhs.OFF_ITT, pendingLogoutItt);
+        LogoutResponseHeader h = logoutResponseHeader.begin(ctx.alloc(), 0)
+                .response(response)
+                .itt(pendingLogoutItt)
+                .time2Wait(params.defaultTime2Wait)
+                .time2Retain(params.defaultTime2Retain);
         sequence.stamp(h);
-        h.setShort(Bhs.OFF_TIME_2_WAIT, params.defaultTime2Wait);
-        h.setShort(Bhs.OFF_TIME_2_RETAIN, params.defaultTime2Retain);
-        ctx.write(IscsiPdu.of(h, null), ctx.voidPromise());
+        ctx.write(h.toPdu(null), ctx.voidPromise());
     }
 
     /**
@@ -676,13 +671,12 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     }
 
     private void sendAsyncLogoutRequest(int secondsToLogout) {
-        ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
-        Bhs.begin(h, Bhs.OP_ASYNC_MESSAGE, Bhs.FINAL_BIT, 0);
-        h.setInt(Bhs.OFF_ITT, Bhs.RESERVED_TAG);
+        AsyncMessageHeader h = asyncMessageHeader.begin(ctx.alloc(), 0)
+                .itt(Bhs.RESERVED_TAG)
+                .asyncEvent(ASYNC_EVENT_LOGOUT_REQUEST)
+                .parameter3(secondsToLogout);
         sequence.stamp(h);
-        h.setByte(Bhs.OFF_ASYNC_EVENT, ASYNC_EVENT_LOGOUT_REQUEST);
-        h.setShort(Bhs.OFF_ASYNC_PARAMETER3, secondsToLogout);
-        ctx.write(IscsiPdu.of(h, null), ctx.voidPromise());
+        ctx.write(h.toPdu(null), ctx.voidPromise());
     }
 
     private void completeDrainIfIdle() {
@@ -702,12 +696,9 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     void sendReject(ByteBuf rejected, int reason) {
         ByteBuf copy = ctx.alloc().buffer(Bhs.LENGTH);
         copy.writeBytes(rejected, rejected.readerIndex(), Bhs.LENGTH);
-        ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
-        Bhs.begin(h, Bhs.OP_REJECT, Bhs.FINAL_BIT, Bhs.LENGTH);
-        h.setByte(Bhs.OFF_RESPONSE, reason);
-        h.setInt(Bhs.OFF_ITT, Bhs.RESERVED_TAG);
+        RejectHeader h = rejectHeader.begin(ctx.alloc(), Bhs.LENGTH).reason(reason).itt(Bhs.RESERVED_TAG);
         sequence.stamp(h);
-        ctx.write(IscsiPdu.of(h, copy), ctx.voidPromise());
+        ctx.write(h.toPdu(copy), ctx.voidPromise());
     }
 
     SocketAddress remote() {

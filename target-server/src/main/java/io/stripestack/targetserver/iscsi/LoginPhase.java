@@ -28,6 +28,8 @@ final class LoginPhase {
     private final ServerContext server;
     private final ChannelHandlerContext ctx;
     private final LoginNegotiator negotiator;
+    private final LoginRequestHeader requestHeader = new LoginRequestHeader();
+    private final LoginResponseHeader responseHeader = new LoginResponseHeader();
     private boolean started;
     private long isid;
     private ByteBuf text;
@@ -72,7 +74,8 @@ final class LoginPhase {
     }
 
     void onPdu(IscsiPdu pdu) {
-        ByteBuf h = pdu.header();
+        // read as a login request even when it is none: the refusal echoes its ITT and ISID
+        LoginRequestHeader h = requestHeader.wrap(pdu.header());
         if (deferred) {
             // the initiator must wait for the answer to its request before it sends another
             connection.closeNow();
@@ -91,16 +94,14 @@ final class LoginPhase {
                     0, null);
             return;
         }
-        int flags = Bhs.flags(h);
-        boolean continues = (flags & 0x40) != 0;
-        int currentStage = (flags >> 2) & 3;
+        int currentStage = h.currentStage();
         if (!started) {
             // first request of the connection: sequence numbers start here
             started = true;
-            isid = h.getLong(Bhs.OFF_ISID) >>> 16; // the 6-byte ISID and the TSIH after it
-            connection.sequence().start(h.getInt(Bhs.OFF_EXP_STAT_SN), Bhs.cmdSn(h), server.settings.queueDepth());
+            isid = h.isid();
+            connection.sequence().start(h.expStatSn(), h.cmdSn(), server.settings.queueDepth());
         }
-        if (h.getUnsignedShort(Bhs.OFF_TSIH) != 0) {
+        if (h.tsih() != 0) {
             // adding a connection to an existing session (a TSIH) needs MaxConnections > 1
             refuse(h, LoginNegotiator.STATUS_SESSION_DOES_NOT_EXIST, currentStage, null);
             return;
@@ -116,9 +117,9 @@ final class LoginPhase {
             }
             text.writeBytes(data, data.readerIndex(), data.readableBytes());
         }
-        if (continues) {
+        if (h.continues()) {
             // the initiator's text continues in the next request: acknowledge with an empty response
-            respond(h, currentStage << 2, LoginNegotiator.STATUS_SUCCESS, null, currentStage, 0);
+            respond(h, LoginNegotiator.STATUS_SUCCESS, currentStage, false, 0, null, 0);
             return;
         }
         Set<String> repeated = new HashSet<>();
@@ -141,20 +142,17 @@ final class LoginPhase {
      * turn from the server's failure throttle, and waits (reading nothing) while its source address
      * or initiator name is penalized for recent failures.
      */
-    private void process(ByteBuf h, Map<String, String> keys) {
-        int flags = Bhs.flags(h);
-        boolean transit = (flags & 0x80) != 0;
-        int currentStage = (flags >> 2) & 3;
-        int nextStage = flags & 3;
+    private void process(LoginRequestHeader h, Map<String, String> keys) {
+        int currentStage = h.currentStage();
         boolean verifiesChap = negotiator.awaitsChapResponse();
         if (verifiesChap) {
             long wait = server.authFailures.tryClaim(connection.remoteHost(), initiatorName(), System.nanoTime());
             if (wait > 0) {
-                defer(h.copy(h.readerIndex(), Bhs.LENGTH), keys, wait);
+                defer(h.copyBhs(), keys, wait);
                 return;
             }
         }
-        LoginNegotiator.Step step = negotiator.process(currentStage, transit, nextStage, h.getByte(Bhs.OFF_VERSION_MIN) & 0xff, keys);
+        LoginNegotiator.Step step = negotiator.process(currentStage, h.transit(), h.nextStage(), h.versionMin(), keys);
         if (verifiesChap) {
             chapVerdict(step.failed() || negotiator.chapAuthenticated(), negotiator.chapAuthenticated());
         }
@@ -168,13 +166,12 @@ final class LoginPhase {
             refuse(h, LoginNegotiator.STATUS_INITIATOR_ERROR, currentStage, "answer would exceed 8192 bytes");
             return;
         }
-        int responseFlags = (step.transit ? 0x80 : 0) | currentStage << 2 | (step.transit ? step.nextStage : 0);
         int tsih = 0;
         if (step.enteredFullFeature()) {
             end();
             tsih = connection.enterFullFeature(negotiator, isid);
         }
-        respond(h, responseFlags, LoginNegotiator.STATUS_SUCCESS, step.keys, currentStage, tsih);
+        respond(h, LoginNegotiator.STATUS_SUCCESS, currentStage, step.transit, step.nextStage, step.keys, tsih);
         if (step.enteredFullFeature()) {
             connection.fullFeatureAnswered();
         }
@@ -188,7 +185,7 @@ final class LoginPhase {
             try {
                 if (ctx.channel().isActive() && !connection.closing()) {
                     connection.updateAutoRead();
-                    process(header, keys);
+                    process(requestHeader.wrap(header), keys);
                     ctx.flush();
                 }
             } finally {
@@ -205,27 +202,27 @@ final class LoginPhase {
         return String.valueOf(negotiator.initiatorName());
     }
 
-    private void refuse(ByteBuf h, int status, int currentStage, String why) {
+    private void refuse(LoginRequestHeader h, int status, int currentStage, String why) {
         log.info("{}: login of {} refused with status 0x{}{}", connection.remote(), negotiator.initiatorName(),
                 String.format("%04x", status), why == null ? "" : " (" + why + ")");
-        respond(h, 0, status, null, currentStage, 0);
+        respond(h, status, currentStage, false, 0, null, 0);
         connection.closeAfterFlush();
     }
 
-    private void respond(ByteBuf request, int flags, int status, Map<String, String> keys, int currentStage, int tsih) {
+    private void respond(LoginRequestHeader request, int status, int currentStage, boolean transit, int nextStage,
+            Map<String, String> keys, int tsih) {
         ByteBuf data = null;
         if (keys != null && !keys.isEmpty()) {
             data = ctx.alloc().buffer(256);
             TextParameters.write(keys, data);
         }
-        ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
-        int responseFlags = status == LoginNegotiator.STATUS_SUCCESS ? flags : currentStage << 2;
-        Bhs.begin(h, Bhs.OP_LOGIN_RESPONSE, responseFlags, data == null ? 0 : data.readableBytes());
-        h.setBytes(Bhs.OFF_ISID, request, Bhs.OFF_ISID, Bhs.ISID_LENGTH);
-        h.setShort(Bhs.OFF_TSIH, tsih);
-        h.setInt(Bhs.OFF_ITT, Bhs.itt(request));
+        LoginResponseHeader h = responseHeader.begin(ctx.alloc(), data == null ? 0 : data.readableBytes())
+                .stages(currentStage, transit, nextStage)
+                .isid(request.isid())
+                .tsih(tsih)
+                .itt(request.itt())
+                .status(status);
         connection.sequence().stamp(h);
-        h.setShort(Bhs.OFF_LOGIN_STATUS, status);
-        ctx.write(IscsiPdu.of(h, data), ctx.voidPromise());
+        ctx.write(h.toPdu(data), ctx.voidPromise());
     }
 }

@@ -65,8 +65,8 @@ final class PduDecoder extends ByteToMessageDecoder {
             return;
         }
         int start = in.readerIndex();
-        int headerLength = Bhs.LENGTH + (in.getByte(start + Bhs.OFF_TOTAL_AHS_LENGTH) & 0xff) * 4;
-        int dataLength = in.getUnsignedMedium(start + Bhs.OFF_DATA_SEGMENT_LENGTH);
+        int headerLength = Bhs.headerLength(in);
+        int dataLength = Bhs.dataSegmentLength(in);
         int headerDigestLength = headerDigest ? Crc32cDigest.LENGTH : 0;
         int paddedData = dataLength + Bhs.pad(dataLength);
         int dataDigestLength = dataDigest && dataLength > 0 ? Crc32cDigest.LENGTH : 0;
@@ -86,7 +86,7 @@ final class PduDecoder extends ByteToMessageDecoder {
         }
         if (dataLength > maxDataSegmentLength) {
             log.warn("{}: PDU opcode 0x{} carries {} data bytes, more than the {} declared; rejecting it",
-                    ctx.channel().remoteAddress(), Integer.toHexString(Bhs.opcode(in.slice(start, Bhs.LENGTH))),
+                    ctx.channel().remoteAddress(), Integer.toHexString(Bhs.opcode(in)),
                     dataLength, maxDataSegmentLength);
             out.add(IscsiPdu.malformed(in.retainedSlice(start, Bhs.LENGTH), Bhs.REJECT_PROTOCOL_ERROR));
             in.readerIndex(start + headerPart);

@@ -1,7 +1,5 @@
 package io.stripestack.targetserver.iscsi;
 
-import io.netty.buffer.ByteBuf;
-
 /**
  * A session's sequence numbers (RFC 7143 section 4.2.2): the StatSN of its responses and its CmdSN
  * window [ExpCmdSN, MaxCmdSN], which every response carries.
@@ -24,11 +22,11 @@ final class SequenceNumbers {
      * Checks a non-immediate PDU's CmdSN against the window and consumes its slot; false for one
      * outside it, which is dropped silently (RFC 7143 section 4.2.2.1). Immediate PDUs pass unchecked.
      */
-    boolean accept(ByteBuf h) {
-        if (Bhs.immediate(h)) {
+    boolean accept(RequestHeader<?> request) {
+        if (request.immediate()) {
             return true;
         }
-        int cmdSn = Bhs.cmdSn(h);
+        int cmdSn = request.cmdSn();
         if (!inWindow(cmdSn)) {
             return false;
         }
@@ -50,21 +48,20 @@ final class SequenceNumbers {
     }
 
     /** Stamps a response that takes the next StatSN, and the window. */
-    void stamp(ByteBuf h) {
-        h.setInt(Bhs.OFF_STAT_SN, statSn++);
-        stampWindow(h);
+    void stamp(ResponseHeader<?> response) {
+        response.statSn(statSn++);
+        stampWindow(response);
     }
 
     /** Stamps the current StatSN without taking it (R2T, unsolicited NOP-In), and the window. */
-    void stampCurrent(ByteBuf h) {
-        h.setInt(Bhs.OFF_STAT_SN, statSn);
-        stampWindow(h);
+    void stampCurrent(ResponseHeader<?> response) {
+        response.statSn(statSn);
+        stampWindow(response);
     }
 
     /** Stamps ExpCmdSN and MaxCmdSN only (a Data-In without status). */
-    void stampWindow(ByteBuf h) {
-        h.setInt(Bhs.OFF_EXP_CMD_SN, expCmdSn);
-        h.setInt(Bhs.OFF_MAX_CMD_SN, maxCmdSn);
+    void stampWindow(ResponseHeader<?> response) {
+        response.expCmdSn(expCmdSn).maxCmdSn(maxCmdSn);
     }
 
     String window() {

@@ -1,6 +1,5 @@
 package io.stripestack.targetserver.iscsi;
 
-import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.stripestack.targetserver.scsi.ScsiCommandRouter;
 import java.util.concurrent.RejectedExecutionException;
@@ -35,6 +34,7 @@ final class TaskManagement {
     private final ChannelHandlerContext ctx;
     private final IscsiTargetDefinition target;
     private final String nexus;
+    private final TaskManagementResponseHeader responseHeader = new TaskManagementResponseHeader();
 
     TaskManagement(IscsiConnection connection, ServerContext server, ChannelHandlerContext ctx,
             IscsiTargetDefinition target, String nexus) {
@@ -45,19 +45,19 @@ final class TaskManagement {
         this.nexus = nexus;
     }
 
-    void request(ByteBuf h) {
-        connection.sequence().retire(Bhs.immediate(h));
-        int function = Bhs.flags(h) & 0x7f;
-        int itt = Bhs.itt(h);
-        long lun = Bhs.decodeLun(Bhs.lunField(h));
+    void request(TaskManagementHeader h) {
+        connection.sequence().retire(h.immediate());
+        int function = h.function();
+        int itt = h.itt();
+        long lun = h.lun();
         PendingTaskManagement pending = new PendingTaskManagement(itt, function, lun);
         switch (function) {
             case ABORT_TASK: {
-                IscsiTask task = connection.taskByItt(h.getInt(Bhs.OFF_REFERENCED_TASK_TAG));
+                IscsiTask task = connection.taskByItt(h.referencedTaskTag());
                 if (task == null) {
                     // RFC 7143 section 11.5.1: a RefCmdSN still inside the window names a command not
                     // received yet (complete); below the window the command already finished (no task)
-                    boolean notYetReceived = connection.sequence().inWindow(h.getInt(Bhs.OFF_REF_CMD_SN));
+                    boolean notYetReceived = connection.sequence().inWindow(h.refCmdSn());
                     respond(itt, notYetReceived ? COMPLETE : TASK_DOES_NOT_EXIST);
                     return;
                 }
@@ -166,11 +166,8 @@ final class TaskManagement {
     }
 
     private void respond(int itt, int response) {
-        ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
-        Bhs.begin(h, Bhs.OP_TASK_MGMT_RESPONSE, Bhs.FINAL_BIT, 0);
-        h.setByte(Bhs.OFF_RESPONSE, response);
-        h.setInt(Bhs.OFF_ITT, itt);
+        TaskManagementResponseHeader h = responseHeader.begin(ctx.alloc(), 0).response(response).itt(itt);
         connection.sequence().stamp(h);
-        ctx.write(IscsiPdu.of(h, null), ctx.voidPromise());
+        ctx.write(h.toPdu(null), ctx.voidPromise());
     }
 }

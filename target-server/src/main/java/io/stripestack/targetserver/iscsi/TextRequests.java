@@ -25,6 +25,7 @@ final class TextRequests {
     private final String initiatorName;
     private ByteBuf pending;
     private int pendingTtt;
+    private final TextResponseHeader responseHeader = new TextResponseHeader();
 
     TextRequests(IscsiConnection connection, ServerContext server, ChannelHandlerContext ctx, NegotiatedParameters params,
             IscsiTargetDefinition sessionTarget, String initiatorName) {
@@ -36,20 +37,20 @@ final class TextRequests {
         this.initiatorName = initiatorName;
     }
 
-    void request(ByteBuf h, ByteBuf data) {
-        connection.sequence().retire(Bhs.immediate(h));
-        int itt = Bhs.itt(h);
-        int ttt = Bhs.ttt(h);
-        if ((Bhs.flags(h) & 0x40) != 0) {
+    void request(TextRequestHeader h, ByteBuf data) {
+        connection.sequence().retire(h.immediate());
+        int itt = h.itt();
+        int ttt = h.ttt();
+        if (h.continues()) {
             // multi-PDU text requests are not needed by SendTargets; refuse rather than guess
-            connection.sendReject(h, Bhs.REJECT_COMMAND_NOT_SUPPORTED);
+            connection.sendReject(h.buffer(), Bhs.REJECT_COMMAND_NOT_SUPPORTED);
             return;
         }
         if (ttt != Bhs.RESERVED_TAG) {
             if (pending != null && ttt == pendingTtt) {
-                sendChunk(itt, Bhs.lunField(h));
+                sendChunk(itt, h.lunField());
             } else {
-                connection.sendReject(h, Bhs.REJECT_INVALID_PDU_FIELD);
+                connection.sendReject(h.buffer(), Bhs.REJECT_INVALID_PDU_FIELD);
             }
             return;
         }
@@ -65,7 +66,7 @@ final class TextRequests {
         }
         pending = response;
         pendingTtt = connection.nextTargetTransferTag();
-        sendChunk(itt, Bhs.lunField(h));
+        sendChunk(itt, h.lunField());
     }
 
     /** Drops an answer still waiting for its next piece (the connection closed). */
@@ -82,13 +83,15 @@ final class TextRequests {
         int length = Math.min(all.readableBytes(), params.initiatorMaxRecvDataSegmentLength);
         boolean last = length == all.readableBytes();
         ByteBuf chunk = all.readRetainedSlice(length);
-        ByteBuf h = ctx.alloc().buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
-        Bhs.begin(h, Bhs.OP_TEXT_RESPONSE, last ? Bhs.FINAL_BIT : 0x40, length);
-        h.setLong(Bhs.OFF_LUN, lunField);
-        h.setInt(Bhs.OFF_ITT, itt);
-        h.setInt(Bhs.OFF_TTT, last ? Bhs.RESERVED_TAG : pendingTtt);
+        TextResponseHeader h = responseHeader.begin(ctx.alloc(), length)
+                .lunField(lunField)
+                .itt(itt)
+                .ttt(last ? Bhs.RESERVED_TAG : pendingTtt);
+        if (!last) {
+            h.continues();
+        }
         connection.sequence().stamp(h);
-        ctx.write(IscsiPdu.of(h, chunk), ctx.voidPromise());
+        ctx.write(h.toPdu(chunk), ctx.voidPromise());
         if (last) {
             all.release();
             pending = null;

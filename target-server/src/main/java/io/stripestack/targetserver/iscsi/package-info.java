@@ -18,7 +18,8 @@
  * the SCSI layer's pooled buffer, sent as slices cut at the initiator's MaxRecvDataSegmentLength
  * (F bit at every MaxBurstLength), status collapsed into the last Data-In when GOOD without sense.
  * Per PDU everything is pooled: header buffers, slice views (pooled for pooled buffers) and the
- * recycled PDU holder; per command there is the task, its CDB and the ScsiCommand.
+ * recycled PDU holder; the typed header views ({@code PduHeader}) are kept per connection and
+ * re-pointed at each PDU. Per command there is the task, its CDB and the ScsiCommand.
  *
  * <h2>Protocol choices</h2>
  * <ul>

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
+import io.netty.buffer.UnpooledByteBufAllocator;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.util.ResourceLeakDetector;
 import java.nio.charset.StandardCharsets;
@@ -66,7 +67,7 @@ class IscsiPduCodecTest {
         IscsiPdu first = ch.readInbound();
         assertEquals(52, first.header().readableBytes(), "BHS + one AHS word");
         assertEquals("abcde", first.data().toString(StandardCharsets.US_ASCII), "padding stripped");
-        assertEquals(0x1234, Bhs.itt(first.header()));
+        assertEquals(0x1234, new NopOutHeader().wrap(first.header()).itt());
         first.release();
         IscsiPdu second = ch.readInbound();
         assertFalse(second.data().isReadable());
@@ -163,14 +164,44 @@ class IscsiPduCodecTest {
     }
 
     @Test
+    void oneHeaderViewReadsEachPduWhereItsReaderIndexStands() {
+        ByteBuf wire = Unpooled.buffer();
+        wire.writeBytes(pdu(Bhs.OP_DATA_OUT, new byte[0], 0));
+        wire.writeBytes(pdu(Bhs.OP_DATA_OUT, new byte[0], 0));
+        wire.setInt(Bhs.LENGTH + 16, 0x5678);
+        wire.setInt(Bhs.LENGTH + 40, 4096);
+        DataOutHeader view = new DataOutHeader();
+        assertEquals(0x1234, view.wrap(wire).itt());
+        wire.skipBytes(Bhs.LENGTH);
+        assertEquals(0x5678, view.wrap(wire).itt(), "re-pointed at the second PDU");
+        assertEquals(4096, view.bufferOffset());
+        assertTrue(view.isFinal());
+        wire.release();
+    }
+
+    @Test
+    void responseHeadersWriteTheirFieldsAtTheRfcOffsets() {
+        IscsiPdu pdu = new DataInHeader().begin(UnpooledByteBufAllocator.DEFAULT, 0)
+                .status(0x02).residual(false, 7).itt(9).dataSn(3).bufferOffset(512)
+                .toPdu(null);
+        ByteBuf h = pdu.header();
+        assertEquals(Bhs.OP_DATA_IN, pdu.opcode());
+        assertEquals(0x80 | 0x02 | 0x01, h.getByte(1) & 0xff, "F, U and S bits");
+        assertEquals(0x02, h.getByte(3), "status");
+        assertEquals(9, h.getInt(16));
+        assertEquals(3, h.getInt(36));
+        assertEquals(512, h.getInt(40));
+        assertEquals(7, h.getInt(44), "residual count");
+        pdu.release();
+    }
+
+    @Test
     void encoderPadsAndAppendsLittleEndianDigestsWithoutCopyingData() {
         PduEncoder encoder = new PduEncoder();
         encoder.enableDigests(true, true);
         EmbeddedChannel ch = new EmbeddedChannel(encoder);
-        ByteBuf header = Unpooled.buffer(52);
-        Bhs.begin(header, Bhs.OP_DATA_IN, 0x80, 5);
         ByteBuf data = Unpooled.directBuffer().writeBytes("hello".getBytes(StandardCharsets.US_ASCII));
-        ch.writeOutbound(IscsiPdu.of(header, data));
+        ch.writeOutbound(new DataInHeader().begin(UnpooledByteBufAllocator.DEFAULT, 5).toPdu(data));
         ByteBuf h = ch.readOutbound();
         assertEquals(52, h.readableBytes());
         Crc32cDigest crc = new Crc32cDigest();

@@ -1,0 +1,36 @@
+package io.stripestack.targetserver.iscsi;
+
+/** A Ready To Transfer (RFC 7143 section 11.8): asks for one burst of a write's data. */
+final class R2tHeader extends ResponseHeader<R2tHeader> {
+    private static final int R2T_SN = 36;
+    private static final int DESIRED_DATA_TRANSFER_LENGTH = 44;
+
+    R2tHeader() {
+        super(Bhs.OP_R2T);
+    }
+
+    R2tHeader lunField(long lunField) {
+        setLong(LUN, lunField);
+        return this;
+    }
+
+    R2tHeader ttt(int ttt) {
+        setInt(TTT, ttt);
+        return this;
+    }
+
+    R2tHeader r2tSn(int r2tSn) {
+        setInt(R2T_SN, r2tSn);
+        return this;
+    }
+
+    R2tHeader bufferOffset(int bufferOffset) {
+        setInt(BUFFER_OFFSET, bufferOffset);
+        return this;
+    }
+
+    R2tHeader desiredDataTransferLength(int length) {
+        setInt(DESIRED_DATA_TRANSFER_LENGTH, length);
+        return this;
+    }
+}
