@@ -64,7 +64,10 @@ public final class Raid5Array extends MeteredBlockDevice {
     private final Geometry ioHints;
     private final List<String> assemblyProblems;
     private final boolean cleanAtOpen;
-    private final ConsistencyPolicy consistencyPolicy;
+    /** Switched by {@link #setConsistencyPolicy} under {@link #policySwitch}. */
+    private volatile ConsistencyPolicy consistencyPolicy;
+    private final Object policySwitch = new Object();
+    private final RowUpdater updater;
     /** What the partial parity log's replay did at open, or empty when there was none. */
     private final String startRecovery;
     private final StripeCache cache;
@@ -128,11 +131,14 @@ public final class Raid5Array extends MeteredBlockDevice {
         WriteIntentBitmap bitmap = consistencyPolicy != ConsistencyPolicy.BITMAP ? null
                 : loadedBitmap != null ? loadedBitmap
                 : geo.members <= 64 ? WriteIntentBitmap.create(template, options.bitmapChunkBytes()) : null;
+        if (bitmap == null && consistencyPolicy == ConsistencyPolicy.BITMAP) {
+            consistencyPolicy = ConsistencyPolicy.RESYNC;   // no room for a bitmap before the data
+        }
         this.superblocks = new Superblocks(name, geo, template, bitmap, ppl != null, members);
         int threads = options.ioThreads() > 0 ? options.ioThreads() : MemberIoExecutor.defaultThreads(geo.members);
         this.io = new MemberIoExecutor(name, threads);
         Xor xor = Xor.best();
-        RowUpdater updater = new RowUpdater(geo, members, superblocks, cache, io, xor, stats, ppl, blockSize);
+        this.updater = new RowUpdater(geo, members, superblocks, cache, io, xor, stats, ppl, blockSize);
         this.writes = new WriteScheduler(name, geo, updater, ByteBuffer.allocateDirect(geo.chunk),
                 stats.counter("held_writes"));
         this.reads = new ReadPath(name, geo, members, writes, io, xor, stats, options.checkParityOnReads());
@@ -450,6 +456,55 @@ public final class Raid5Array extends MeteredBlockDevice {
     /** How this array keeps parity consistent across a crash (md's consistency_policy). */
     public ConsistencyPolicy consistencyPolicy() {
         return consistencyPolicy;
+    }
+
+    /**
+     * Switches between {@code ppl} and {@code resync} on the running array, as md's writable
+     * {@code consistency_policy} attribute does. To ppl: the log is placed and emptied on every member, row
+     * updates start logging, and once none that began unlogged is still running the superblocks say ppl
+     * (until then a crash means a resync, as before). To resync: the superblocks stop saying ppl first, then
+     * updates stop logging. The write-intent bitmap shares the log's space; switching to or from it needs a
+     * restart with the new {@code consistency_policy}.
+     *
+     * @throws IllegalArgumentException naming why the switch is refused; nothing changed then
+     */
+    public void setConsistencyPolicy(ConsistencyPolicy policy) throws IOException {
+        synchronized (policySwitch) {
+            checkOpen();
+            ConsistencyPolicy current = consistencyPolicy;
+            if (policy == current) {
+                return;
+            }
+            if (policy == ConsistencyPolicy.BITMAP || current == ConsistencyPolicy.BITMAP) {
+                throw new IllegalArgumentException(name + ": switching between " + current.mdName() + " and "
+                        + policy.mdName() + " needs a restart with consistency_policy " + policy.mdName()
+                        + " (the write-intent bitmap and the partial parity log share the space after the superblock);"
+                        + " on a running array ppl and resync switch");
+            }
+            if (policy == ConsistencyPolicy.PPL) {
+                String[] why = new String[1];
+                Md1Superblock placement;
+                synchronized (members.lock) {
+                    placement = superblocks.partialParityLogPlacementLocked(why);
+                }
+                if (placement == null) {
+                    throw new IllegalArgumentException(name + ": " + why[0]);
+                }
+                PartialParityLog log = new PartialParityLog(name, geo, members, placement, blockSize, stats);
+                log.writeEmptyHeaders();
+                updater.switchLog(log);
+                synchronized (members.lock) {
+                    superblocks.switchPartialParityLogLocked(true, placement);
+                }
+            } else {
+                synchronized (members.lock) {
+                    superblocks.switchPartialParityLogLocked(false, null);
+                }
+                updater.switchLog(null);
+            }
+            consistencyPolicy = policy;
+            LOG.info("{}: consistency policy {} (was {})", name, policy.mdName(), current.mdName());
+        }
     }
 
     /** What recovery the array did at open before serving (the partial parity log's replay), or empty. */

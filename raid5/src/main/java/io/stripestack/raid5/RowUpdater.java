@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.StampedLock;
 
@@ -37,8 +38,13 @@ final class RowUpdater {
     private final LongAdder reconstructWrites;
     private final LongAdder memberPrereads;
     private final LongAdder stripeCacheHits;
-    /** The partial parity log, or null when the array's consistency policy is not ppl. */
-    private final PartialParityLog ppl;
+    /**
+     * The partial parity log, or null when the array's consistency policy is not ppl; switched at run time
+     * by {@link #switchLog}. Each update reads it once and keeps what it read.
+     */
+    private volatile PartialParityLog ppl;
+    /** Row updates in progress that read no log: a switch to ppl waits for them before the superblocks say ppl. */
+    private final AtomicInteger unloggedUpdates = new AtomicInteger();
     private final int blockSize;
 
     RowUpdater(StripeGeometry geo, MemberSet members, Superblocks superblocks, StripeCache cache, MemberIoExecutor io,
@@ -64,6 +70,45 @@ final class RowUpdater {
      * held exclusively only while members are written.
      */
     void process(StampedLock rowLock, RowWrite[] batch, int count, CallerContext ctx) throws IOException {
+        // counted before the log is read, so a switch to ppl that finds no count has no unlogged update left
+        unloggedUpdates.incrementAndGet();
+        PartialParityLog log = ppl;
+        if (log != null) {
+            unloggedUpdates.decrementAndGet();
+        }
+        try {
+            processLogged(rowLock, batch, count, ctx, log);
+        } finally {
+            if (log == null) {
+                unloggedUpdates.decrementAndGet();
+            }
+        }
+    }
+
+    /**
+     * Starts or stops logging row updates: {@code log} null stops it at once; a log starts it, and this
+     * returns once every update that began without it has finished.
+     */
+    void switchLog(PartialParityLog log) {
+        ppl = log;
+        if (log == null) {
+            return;
+        }
+        boolean interrupted = false;
+        while (unloggedUpdates.get() > 0) {
+            try {
+                Thread.sleep(1);
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private void processLogged(StampedLock rowLock, RowWrite[] batch, int count, CallerContext ctx,
+                               PartialParityLog log) throws IOException {
         RowWrite first = batch[0];
         members.checkUsable(first.row * geo.rowBytes + first.inRow, true);
         // Recovery writes only the new member (covered by its recovery offset); check writes nothing.
@@ -72,7 +117,7 @@ final class RowUpdater {
             superblocks.beginRowWrite(first.row);
         }
         try {
-            processRowOp(rowLock, batch, count, ctx, first);
+            processRowOp(rowLock, batch, count, ctx, first, log);
         } finally {
             if (intent) {
                 superblocks.endRowWrite(first.row);
@@ -80,18 +125,18 @@ final class RowUpdater {
         }
     }
 
-    private void processRowOp(StampedLock rowLock, RowWrite[] batch, int count, CallerContext ctx, RowWrite first)
-            throws IOException {
+    private void processRowOp(StampedLock rowLock, RowWrite[] batch, int count, CallerContext ctx, RowWrite first,
+                              PartialParityLog log) throws IOException {
         switch (first.op) {
             case WRITE -> {
                 if (RowWrite.coverRow(batch, count, geo.rowBytes)
                         && MemberSet.missingIn(first.row, members.failedRole, members.recoveredRows) < 0) {
-                    writeFullRow(rowLock, batch, count, ctx);
+                    writeFullRow(rowLock, batch, count, ctx, log);
                 } else {
-                    updateRow(rowLock, batch, count, ctx);
+                    updateRow(rowLock, batch, count, ctx, log);
                 }
             }
-            case ZERO -> updateRow(rowLock, ctx.zeroPieces(first), geo.dataDisks, ctx);
+            case ZERO -> updateRow(rowLock, ctx.zeroPieces(first), geo.dataDisks, ctx, log);
             default -> first.pass.processRow(rowLock, first.row, ctx);
         }
     }
@@ -100,7 +145,8 @@ final class RowUpdater {
      * A whole row from the batch's writes (one caller's, or several that together cover the row): parity
      * is XORed from slices of the callers' buffers, n parallel writes, no reads, no copies.
      */
-    private void writeFullRow(StampedLock rowLock, RowWrite[] batch, int count, CallerContext ctx) throws IOException {
+    private void writeFullRow(StampedLock rowLock, RowWrite[] batch, int count, CallerContext ctx,
+                              PartialParityLog log) throws IOException {
         long row = batch[0].row;
         sortByOffset(batch, count);
         ByteBuffer[] views = ctx.pieceViews(count);
@@ -152,7 +198,7 @@ final class RowUpdater {
         }
         int parityMember = geo.parityMember(row);
         writes.add(parityMember, members.roles[parityMember].device, memberOffset, parity.clear(), true);
-        if (ppl == null) {
+        if (log == null) {
             runWrites(rowLock, writes, row);
         } else {
             PartialParityLog.Row entry = ctx.pplRow();
@@ -161,7 +207,7 @@ final class RowUpdater {
             entry.ppSize = 0;
             entry.dataSize = geo.rowBytes;
             entry.membersWritten = allRoles();
-            runLoggedWrites(rowLock, writes, row, entry);
+            runLoggedWrites(rowLock, writes, row, log, entry);
         }
         fullStripeWrites.increment();
     }
@@ -184,7 +230,8 @@ final class RowUpdater {
      * entry, the blocks still missing for the parity are pre-read, parity is recomputed over the touched
      * columns and the touched ranges are written.
      */
-    private void updateRow(StampedLock rowLock, RowWrite[] batch, int count, CallerContext ctx) throws IOException {
+    private void updateRow(StampedLock rowLock, RowWrite[] batch, int count, CallerContext ctx, PartialParityLog log)
+            throws IOException {
         long row = batch[0].row;
         StripeCache.Entry e = acquireEntry(row);
         boolean keep = false;
@@ -200,7 +247,7 @@ final class RowUpdater {
             }
             int firstWritten = 0;
             int lastWritten = geo.dataDisks - 1;
-            boolean logged = ppl != null && !Bits.isEmpty(columns);
+            boolean logged = log != null && !Bits.isEmpty(columns);
             if (logged) {
                 while (Bits.isEmpty(written[firstWritten])) {
                     firstWritten++;
@@ -222,7 +269,7 @@ final class RowUpdater {
                 members.checkUsable(row * geo.rowBytes, true);
                 missing = MemberSet.missingIn(row, members.failedRole, members.recoveredRows);
                 missingIndex = missing < 0 ? -2 : missing == parityMember ? -1 : geo.dataIndexOf(row, missing);
-                readModifyWrite = planReads(e, ctx, missingIndex, firstWritten, lastWritten);
+                readModifyWrite = planReads(e, ctx, missingIndex, logged, firstWritten, lastWritten);
                 if (preRead(row, e, ctx, parityMember)) {
                     break;
                 }
@@ -255,7 +302,7 @@ final class RowUpdater {
             if (!logged || missingIndex == -1) {
                 runWrites(rowLock, writes, row);
             } else {
-                runLoggedWrites(rowLock, writes, row,
+                runLoggedWrites(rowLock, writes, row, log,
                         partialParity(e, ctx, row, parityMember, firstWritten, lastWritten));
             }
             for (int i = 0; i < geo.dataDisks; i++) {
@@ -334,14 +381,15 @@ final class RowUpdater {
      * {@code ctx.need} (index {@code dataDisks} = parity). Returns true for read-modify-write.
      *
      * @param missingIndex data index of the missing member, -1 if parity is missing, -2 if none is
+     * @param widened       whether the update is logged: its columns are one run and the chunks
+     *                      firstLogged..lastLogged count as written
      * @param firstLogged   with a partial parity log: the first data chunk the log entry names as written;
      *                      read-modify-write then needs the old contents of chunks firstLogged..lastLogged
      *                      over all touched columns, to take them out of the old parity (0 without a log)
      * @param lastLogged    the last such chunk ({@code dataDisks - 1} without a log)
      */
-    private boolean planReads(StripeCache.Entry e, CallerContext ctx, int missingIndex, int firstLogged,
-                              int lastLogged) {
-        boolean widened = ppl != null;
+    private boolean planReads(StripeCache.Entry e, CallerContext ctx, int missingIndex, boolean widened,
+                              int firstLogged, int lastLogged) {
         long[][] need = ctx.need;
         long[][] written = ctx.written;
         long[] columns = ctx.columns;
@@ -570,13 +618,13 @@ final class RowUpdater {
     }
 
     /** {@link #runWrites} once the entry is durable in the partial parity log. */
-    private void runLoggedWrites(StampedLock rowLock, MemberIoExecutor.Batch writes, long row,
+    private void runLoggedWrites(StampedLock rowLock, MemberIoExecutor.Batch writes, long row, PartialParityLog log,
                                  PartialParityLog.Row entry) throws IOException {
-        ppl.log(entry);
+        log.log(entry);
         try {
             runWrites(rowLock, writes, row);
         } finally {
-            ppl.done(entry);
+            log.done(entry);
         }
     }
 

@@ -98,24 +98,44 @@ class PartialParityLogTest {
 
     @Test
     void withTheLogATornRowRebuildsTheUntouchedChunk() throws Exception {
-        byte[][] result = tornWriteThenDegradedStart(PPL, Raid5Options.defaults());
+        byte[][] result = tornWriteThenDegradedStart(PPL, null, Raid5Options.defaults());
         assertArrayEquals(result[0], result[1], "the untouched chunk, rebuilt from parity after the crash");
         assertArrayEquals(result[2], result[3], "the written block");
     }
 
     @Test
+    void aLogSwitchedOnAtRunTimeClosesTheHoleToo() throws Exception {
+        Raid5Options resync = Raid5Options.defaults().withConsistencyPolicy(ConsistencyPolicy.RESYNC);
+        byte[][] result = tornWriteThenDegradedStart(resync, ConsistencyPolicy.PPL, Raid5Options.defaults());
+        assertArrayEquals(result[0], result[1], "the untouched chunk, rebuilt from parity after the crash");
+    }
+
+    @Test
+    void theBitmapCannotBeSwitchedAtRunTime() throws Exception {
+        try (Raid5Array array = Raid5Files.create(paths("s"), MEMBER, CONFIG, Raid5Options.defaults())) {
+            assertEquals(ConsistencyPolicy.BITMAP, array.consistencyPolicy());
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> array.setConsistencyPolicy(ConsistencyPolicy.PPL));
+            assertTrue(e.getMessage().contains("needs a restart with consistency_policy ppl"), e.getMessage());
+            assertEquals(ConsistencyPolicy.BITMAP, array.consistencyPolicy());
+        }
+    }
+
+    @Test
     void withoutTheLogTheSameCrashLosesTheUntouchedChunk() throws Exception {
         Raid5Options bitmap = Raid5Options.defaults().withConsistencyPolicy(ConsistencyPolicy.BITMAP);
-        byte[][] result = tornWriteThenDegradedStart(bitmap, bitmap.withStartDirtyDegraded(true));
+        byte[][] result = tornWriteThenDegradedStart(bitmap, null, bitmap.withStartDirtyDegraded(true));
         assertFalse(Arrays.equals(result[0], result[1]), "the write hole: stale parity rebuilds the wrong data");
     }
 
     /**
      * Fills a 3-member array, then writes one block of row 5's first chunk while the row's parity write is
      * lost, copies the members (the crash) and starts the copies without the member of the row's second
-     * chunk, which the write never touched. Returns {expected, read} of that chunk and of the written block.
+     * chunk, which the write never touched; {@code switchTo}, if given, is switched to on the running array
+     * before the write. Returns {expected, read} of that chunk and of the written block.
      */
-    private byte[][] tornWriteThenDegradedStart(Raid5Options create, Raid5Options restart) throws Exception {
+    private byte[][] tornWriteThenDegradedStart(Raid5Options create, ConsistencyPolicy switchTo, Raid5Options restart)
+            throws Exception {
         List<Path> paths = paths("t");
         List<LosingWrites> devices = new ArrayList<>();
         for (Path p : paths) {
@@ -132,6 +152,10 @@ class PartialParityLogTest {
             model = new byte[(int) array.size()];
             new Random(7).nextBytes(model);
             array.write(0, ByteBuffer.wrap(model));
+            if (switchTo != null) {
+                array.setConsistencyPolicy(switchTo);
+                assertEquals(switchTo, array.consistencyPolicy());
+            }
             new Random(8).nextBytes(update);
             devices.get(parity).lose = true;
             array.write(row * rowBytes, ByteBuffer.wrap(update));
@@ -145,7 +169,7 @@ class PartialParityLogTest {
         crashed.set(untouched, dir.resolve("gone"));
         try (Raid5Array array = Raid5Files.assemble(crashed, restart, false)) {
             assertEquals(Raid5Status.Health.DEGRADED, array.status().health());
-            if (create.consistencyPolicy() == ConsistencyPolicy.PPL) {
+            if (create.consistencyPolicy() == ConsistencyPolicy.PPL || switchTo == ConsistencyPolicy.PPL) {
                 assertTrue(array.startRecovery().contains("entries replayed"), array.startRecovery());
                 assertTrue(array.wasCleanAtOpen() == false);
             }
