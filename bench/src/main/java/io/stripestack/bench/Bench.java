@@ -46,10 +46,16 @@ final class Bench implements AutoCloseable {
 
     /** A new left-symmetric RAID-5 over all of {@code files}, data at 1 MiB like mdadm. */
     Raid5Array createRaid5(String name, List<BlockDevice> members, int chunkBytes) throws IOException {
+        return createRaid5(name, members, chunkBytes, Raid5Options.defaults());
+    }
+
+    /** {@link #createRaid5(String, List, int)} with the given options (e.g. a consistency policy). */
+    Raid5Array createRaid5(String name, List<BlockDevice> members, int chunkBytes, Raid5Options options)
+            throws IOException {
         Raid5Config config = new Raid5Config(name, chunkBytes, Raid5Layout.LEFT_SYMMETRIC,
                 Raid5Config.DEFAULT_DATA_OFFSET_SECTORS);
         try {
-            return Raid5Array.create(members, config, Raid5Options.defaults(), true);
+            return Raid5Array.create(members, config, options, true);
         } catch (IOException | RuntimeException e) {
             for (BlockDevice d : members) {
                 d.close();

@@ -49,6 +49,16 @@ public interface BlockDevice extends Closeable {
     /** Makes every write that returned before this call durable on every device below. */
     void flush() throws IOException;
 
+    /**
+     * A write that is durable when it returns, the others not necessarily (a disk's FUA write): what a log
+     * needs before the writes it protects may go out. Devices that can make one write durable without
+     * flushing everything written before override it; the default writes and flushes.
+     */
+    default void writeDurable(long offset, ByteBuffer src) throws IOException {
+        write(offset, src);
+        flush();
+    }
+
     /** Whether {@link #discard} releases space or is at least accepted (UNMAP is offered only if so). */
     default boolean supportsDiscard() {
         return false;

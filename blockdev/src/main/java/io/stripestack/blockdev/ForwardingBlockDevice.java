@@ -48,6 +48,11 @@ public abstract class ForwardingBlockDevice implements BlockDevice {
     }
 
     @Override
+    public void writeDurable(long offset, ByteBuffer src) throws IOException {
+        below.writeDurable(offset, src);
+    }
+
+    @Override
     public void flush() throws IOException {
         below.flush();
     }

@@ -48,6 +48,21 @@ public abstract class MeteredBlockDevice implements BlockDevice {
     }
 
     @Override
+    public final void writeDurable(long offset, ByteBuffer src) throws IOException {
+        int length = src.remaining();
+        checkRequest(offset, length);
+        long start = stats.startIo();
+        try {
+            writeBlocksDurable(offset, src);
+        } catch (IOException | RuntimeException e) {
+            stats.endFailed(start);
+            throw e;
+        }
+        stats.endWrite(start, length);
+        stats.countFlush();
+    }
+
+    @Override
     public final void flush() throws IOException {
         stats.countFlush();
         flushDevice();
@@ -77,6 +92,12 @@ public abstract class MeteredBlockDevice implements BlockDevice {
     protected abstract void writeBlocks(long offset, ByteBuffer src) throws IOException;
 
     protected abstract void flushDevice() throws IOException;
+
+    /** {@link #writeDurable} after the checks: by default the write, then a flush. */
+    protected void writeBlocksDurable(long offset, ByteBuffer src) throws IOException {
+        writeBlocks(offset, src);
+        flushDevice();
+    }
 
     /** Discards a checked range; a device that offers discard overrides this and {@link #supportsDiscard}. */
     protected void discardBlocks(long offset, long length) throws IOException {

@@ -50,6 +50,7 @@ final class CallerContext {
     private ByteBuffer parity;
     private ByteBuffer scratch;
     private ByteBuffer accumulator;
+    private PartialParityLog.Row pplRow;
 
     CallerContext(StripeGeometry geo, ByteBuffer zeroChunk) {
         this.chunk = geo.chunk;
@@ -119,6 +120,14 @@ final class CallerContext {
             scratch = alignedChunk();
         }
         return scratch.clear();
+    }
+
+    /** This thread's partial parity log entry, with a chunk of room for the partial parity. */
+    PartialParityLog.Row pplRow() {
+        if (pplRow == null) {
+            pplRow = new PartialParityLog.Row(alignedChunk());
+        }
+        return pplRow;
     }
 
     ByteBuffer accumulator() {

@@ -37,6 +37,12 @@ public final class Md1Superblock {
      * reserved by mdadm whether or not the bit is set. See {@link MdBadBlockLog}.
      */
     public static final int FEATURE_BAD_BLOCKS = 8;
+    /**
+     * feature_map bit: the members hold a partial parity log (MD_FEATURE_PPL; mdadm's "Consistency Policy :
+     * ppl"), located by {@link #pplOffset} and {@link #pplSize}, which share the bytes of bitmap_offset: an
+     * array has a write-intent bitmap or a partial parity log, never both.
+     */
+    public static final int FEATURE_PPL = 1024;
     private static final int FIXED_BYTES = 256;
     private static final int MAX_ROLES = (BLOCK_BYTES - FIXED_BYTES) / 2;
 
@@ -64,6 +70,10 @@ public final class Md1Superblock {
     public int featureMap;
     /** Sectors from the superblock to the write-intent bitmap (signed); meaningful with {@link #FEATURE_BITMAP}. */
     public int bitmapOffset;
+    /** Sectors from the superblock to the partial parity log (signed 16 bits); meaningful with {@link #FEATURE_PPL}. */
+    public int pplOffset;
+    /** Length of the partial parity log area in sectors (16 bits); meaningful with {@link #FEATURE_PPL}. */
+    public int pplSize;
     public int devNumber;
     public byte[] deviceUuid = new byte[16];
     /** Bad-block log: entries' sector and length are in units of {@code 1 << bblogShift} sectors. */
@@ -106,6 +116,10 @@ public final class Md1Superblock {
         return (featureMap & FEATURE_BITMAP) != 0;
     }
 
+    public boolean hasPpl() {
+        return (featureMap & FEATURE_PPL) != 0;
+    }
+
     /** Whether this member is part-way through a rebuild (its data is valid below {@link #recoveryOffset}). */
     public boolean isRecovering() {
         return (featureMap & FEATURE_RECOVERY_OFFSET) != 0;
@@ -132,6 +146,8 @@ public final class Md1Superblock {
         c.recoveryOffset = recoveryOffset;
         c.featureMap = featureMap;
         c.bitmapOffset = bitmapOffset;
+        c.pplOffset = pplOffset;
+        c.pplSize = pplSize;
         c.devNumber = devNumber;
         c.deviceUuid = deviceUuid.clone();
         c.bblogShift = bblogShift;
@@ -152,7 +168,7 @@ public final class Md1Superblock {
         ByteBuffer b = ByteBuffer.allocate(BLOCK_BYTES).order(ByteOrder.LITTLE_ENDIAN);
         b.putInt(0, MAGIC);
         b.putInt(4, 1);                 // major_version
-        b.putInt(8, featureMap);        // the engine sets bitmap and recovery offset at most: no reshape, no bad blocks
+        b.putInt(8, featureMap);        // bitmap or PPL, and recovery offset, at most: no reshape, no bad blocks
         b.put(16, setUuid);
         byte[] name = setName.getBytes(StandardCharsets.UTF_8);
         b.put(32, name, 0, Math.min(32, name.length));
@@ -162,7 +178,12 @@ public final class Md1Superblock {
         b.putLong(80, sizeSectors);
         b.putInt(88, chunkSectors);
         b.putInt(92, raidDisks);
-        b.putInt(96, bitmapOffset);
+        if (hasPpl()) {
+            b.putShort(96, (short) pplOffset);
+            b.putShort(98, (short) pplSize);
+        } else {
+            b.putInt(96, bitmapOffset);
+        }
         b.putInt(100, level);           // new_level: same as level when no reshape is in progress
         b.putInt(116, layout);          // new_layout
         b.putInt(120, chunkSectors);    // new_chunk
@@ -238,7 +259,12 @@ public final class Md1Superblock {
         sb.superOffsetSectors = b.getLong(144);
         sb.recoveryOffset = b.getLong(152);
         sb.featureMap = b.getInt(8);
-        sb.bitmapOffset = b.getInt(96);
+        if (sb.hasPpl()) {
+            sb.pplOffset = b.getShort(96);
+            sb.pplSize = Short.toUnsignedInt(b.getShort(98));
+        } else {
+            sb.bitmapOffset = b.getInt(96);
+        }
         sb.devNumber = b.getInt(160);
         b.get(168, sb.deviceUuid);
         sb.bblogShift = Byte.toUnsignedInt(b.get(185));

@@ -33,7 +33,9 @@ import org.slf4j.LoggerFactory;
  *       {@link #failMember}, is marked faulty; its chunks are then rebuilt from the others on read and
  *       implied by parity on write; a second failure stops all I/O with {@link MediumErrorException}).
  *       Its state lock also guards the sync state and the superblocks.</li>
- *   <li>{@link Superblocks}: the superblocks and the write-intent bitmap.</li>
+ *   <li>{@link Superblocks}: the superblocks and the write-intent bitmap. {@link PartialParityLog}: md's
+ *       partial parity log, replayed at open after a crash, written before every row update when the
+ *       {@link ConsistencyPolicy} is ppl.</li>
  * </ul>
  *
  * <p>Any number of threads may call read, write, discard and flush (the BlockDevice contract); the
@@ -54,7 +56,7 @@ public final class Raid5Array extends MeteredBlockDevice {
     /** The layer counters of {@link #stats()}, in the order they are listed. */
     private static final List<String> LAYER_COUNTERS = List.of("full_stripe_writes", "rmw_writes",
             "reconstruct_writes", "member_prereads", "degraded_reads", "stripe_cache_hits", "held_writes",
-            "parity_mismatches", "read_errors_corrected");
+            "parity_mismatches", "read_errors_corrected", "ppl_writes", "ppl_bytes", "ppl_rows", "ppl_area_restarts");
 
     private final String name;
     private final StripeGeometry geo;
@@ -62,6 +64,12 @@ public final class Raid5Array extends MeteredBlockDevice {
     private final Geometry ioHints;
     private final List<String> assemblyProblems;
     private final boolean cleanAtOpen;
+    /** Switched by {@link #setConsistencyPolicy} under {@link #policySwitch}. */
+    private volatile ConsistencyPolicy consistencyPolicy;
+    private final Object policySwitch = new Object();
+    private final RowUpdater updater;
+    /** What the partial parity log's replay did at open, or empty when there was none. */
+    private final String startRecovery;
     private final StripeCache cache;
     private final MemberIoExecutor io;
     private final MemberSet members;
@@ -96,19 +104,46 @@ public final class Raid5Array extends MeteredBlockDevice {
         for (String counter : LAYER_COUNTERS) {
             stats.counter(counter);
         }
-        WriteIntentBitmap bitmap = loadedBitmap != null ? loadedBitmap
-                : geo.members <= 64 ? WriteIntentBitmap.create(template, options.bitmapChunkBytes()) : null;
         this.members = new MemberSet(name, geo, roles, spareMembers, resumeRecoveryRows);
-        this.superblocks = new Superblocks(name, geo, template, bitmap, members);
+        boolean recordsLog = template.hasPpl();
+        this.consistencyPolicy = options.consistencyPolicy() != null ? options.consistencyPolicy()
+                : recordsLog ? ConsistencyPolicy.PPL : ConsistencyPolicy.BITMAP;
+        this.startRecovery = recordsLog && !template.isClean() ? replayLog(template, options) : "";
+        if (consistencyPolicy != ConsistencyPolicy.PPL) {
+            template.featureMap &= ~Md1Superblock.FEATURE_PPL;
+        } else if (!recordsLog) {
+            template.featureMap = (template.featureMap & ~Md1Superblock.FEATURE_BITMAP) | Md1Superblock.FEATURE_PPL;
+            PartialParityLog.place(template);
+        } else {
+            // never into md's bad-block log, whatever the recorded size says
+            template.pplSize = (int) Math.min(template.pplSize, WriteIntentBitmap.roomBeforeData(template) / 512);
+        }
+        PartialParityLog ppl = null;
+        if (consistencyPolicy == ConsistencyPolicy.PPL) {
+            String why = PartialParityLog.whyNot(template);
+            if (why != null) {
+                members.closeRoleDevices();
+                throw new IllegalArgumentException(name + ": " + why);
+            }
+            ppl = new PartialParityLog(name, geo, members, template, blockSize, stats);
+            ppl.writeEmptyHeaders();
+        }
+        WriteIntentBitmap bitmap = consistencyPolicy != ConsistencyPolicy.BITMAP ? null
+                : loadedBitmap != null ? loadedBitmap
+                : geo.members <= 64 ? WriteIntentBitmap.create(template, options.bitmapChunkBytes()) : null;
+        if (bitmap == null && consistencyPolicy == ConsistencyPolicy.BITMAP) {
+            consistencyPolicy = ConsistencyPolicy.RESYNC;   // no room for a bitmap before the data
+        }
+        this.superblocks = new Superblocks(name, geo, template, bitmap, ppl != null, members);
         int threads = options.ioThreads() > 0 ? options.ioThreads() : MemberIoExecutor.defaultThreads(geo.members);
         this.io = new MemberIoExecutor(name, threads);
         Xor xor = Xor.best();
-        RowUpdater updater = new RowUpdater(geo, members, superblocks, cache, io, xor, stats);
+        this.updater = new RowUpdater(geo, members, superblocks, cache, io, xor, stats, ppl, blockSize);
         this.writes = new WriteScheduler(name, geo, updater, ByteBuffer.allocateDirect(geo.chunk),
                 stats.counter("held_writes"));
         this.reads = new ReadPath(name, geo, members, writes, io, xor, stats, options.checkParityOnReads());
         this.sync = new SyncEngine(name, geo, members, superblocks, writes, updater, io, xor, stats, template,
-                loadedBitmap != null);
+                bitmap != null && bitmap == loadedBitmap);
         members.connect(superblocks, sync);
         superblocks.connect(sync);
         superblocks.startBitmapDaemon();
@@ -120,10 +155,43 @@ public final class Raid5Array extends MeteredBlockDevice {
             members.closeRoleDevices();
             throw new MediumErrorException(name + ": could not update the superblocks of the members; see the log", 0, true);
         }
-        LOG.info("{}: raid5 {} members, {} KiB chunk, {}, {} bytes, {}; xor {}; stripe cache {} rows; {} I/O threads",
-                name, geo.members, geo.chunk / 1024, geo.layout.mdName(), geo.size,
-                members.failedRole < 0 ? "clean" : "DEGRADED", xor.name(), cache.capacity(), threads);
+        LOG.info("{}: raid5 {} members, {} KiB chunk, {}, {} bytes, {}; consistency policy {}; xor {}; stripe cache {} "
+                        + "rows; {} I/O threads", name, geo.members, geo.chunk / 1024, geo.layout.mdName(), geo.size,
+                members.failedRole < 0 ? "clean" : "DEGRADED", consistencyPolicy.mdName(), xor.name(),
+                cache.capacity(), threads);
         sync.start();
+    }
+
+    /**
+     * Replays the partial parity log of an array that was not shut down cleanly, before anything else
+     * touches the members. When every present member's log was intact, the rows that were in flight have
+     * consistent parity again and the array counts as clean (md does the same): no resync, and a degraded
+     * start is safe. Otherwise the usual rules for a dirty array apply.
+     */
+    private String replayLog(Md1Superblock template, Raid5Options options) throws IOException {
+        PartialParityLog.Recovery r;
+        try {
+            r = new PartialParityLog(name, geo, members, template, blockSize, stats).recover();
+            members.flush();
+        } catch (IOException | RuntimeException e) {
+            members.closeRoleDevices();
+            throw e;
+        }
+        String what = "partial parity log replayed at start: " + r.describe();
+        if (r.clean()) {
+            template.resyncOffset = Md1Superblock.RESYNC_DONE;
+            LOG.warn("{}: was not shut down cleanly; {}; parity is consistent, no resync needed", name, what);
+        } else if (members.failedRole >= 0 && !options.startDirtyDegraded()) {
+            members.closeRoleDevices();
+            throw new Raid5AssembleException("cannot start " + name + ": it was not shut down cleanly, is degraded, "
+                    + "and the partial parity log of a member is unreadable, so rows being written at the crash may "
+                    + "have parity that does not match their data (the RAID-5 write hole). Bring the missing member "
+                    + "back if you can; otherwise start it anyway with start_dirty_degraded and check the data "
+                    + "written last", List.of(what));
+        } else {
+            LOG.warn("{}: was not shut down cleanly; {}; a resync follows", name, what);
+        }
+        return what;
     }
 
     // ----------------------------------------------------------------------------------------- create
@@ -382,7 +450,66 @@ public final class Raid5Array extends MeteredBlockDevice {
             spareNames = members.spareNamesLocked();
         }
         return new Raid5Status(name, members.health(), roles, events, geo.size, geo.chunk, geo.layout,
-                spareNames, syncProgress(), sync.mismatchCount());
+                spareNames, syncProgress(), sync.mismatchCount(), consistencyPolicy, startRecovery);
+    }
+
+    /** How this array keeps parity consistent across a crash (md's consistency_policy). */
+    public ConsistencyPolicy consistencyPolicy() {
+        return consistencyPolicy;
+    }
+
+    /**
+     * Switches between {@code ppl} and {@code resync} on the running array, as md's writable
+     * {@code consistency_policy} attribute does. To ppl: the log is placed and emptied on every member, row
+     * updates start logging, and once none that began unlogged is still running the superblocks say ppl
+     * (until then a crash means a resync, as before). To resync: the superblocks stop saying ppl first, then
+     * updates stop logging. The write-intent bitmap shares the log's space; switching to or from it needs a
+     * restart with the new {@code consistency_policy}.
+     *
+     * @throws IllegalArgumentException naming why the switch is refused; nothing changed then
+     */
+    public void setConsistencyPolicy(ConsistencyPolicy policy) throws IOException {
+        synchronized (policySwitch) {
+            checkOpen();
+            ConsistencyPolicy current = consistencyPolicy;
+            if (policy == current) {
+                return;
+            }
+            if (policy == ConsistencyPolicy.BITMAP || current == ConsistencyPolicy.BITMAP) {
+                throw new IllegalArgumentException(name + ": switching between " + current.mdName() + " and "
+                        + policy.mdName() + " needs a restart with consistency_policy " + policy.mdName()
+                        + " (the write-intent bitmap and the partial parity log share the space after the superblock);"
+                        + " on a running array ppl and resync switch");
+            }
+            if (policy == ConsistencyPolicy.PPL) {
+                String[] why = new String[1];
+                Md1Superblock placement;
+                synchronized (members.lock) {
+                    placement = superblocks.partialParityLogPlacementLocked(why);
+                }
+                if (placement == null) {
+                    throw new IllegalArgumentException(name + ": " + why[0]);
+                }
+                PartialParityLog log = new PartialParityLog(name, geo, members, placement, blockSize, stats);
+                log.writeEmptyHeaders();
+                updater.switchLog(log);
+                synchronized (members.lock) {
+                    superblocks.switchPartialParityLogLocked(true, placement);
+                }
+            } else {
+                synchronized (members.lock) {
+                    superblocks.switchPartialParityLogLocked(false, null);
+                }
+                updater.switchLog(null);
+            }
+            consistencyPolicy = policy;
+            LOG.info("{}: consistency policy {} (was {})", name, policy.mdName(), current.mdName());
+        }
+    }
+
+    /** What recovery the array did at open before serving (the partial parity log's replay), or empty. */
+    public String startRecovery() {
+        return startRecovery;
     }
 
     /** Problems assemble found and worked around (stale, foreign or missing members); empty when none. */

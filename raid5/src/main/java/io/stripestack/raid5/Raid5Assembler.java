@@ -172,7 +172,7 @@ public final class Raid5Assembler {
             throw new Raid5AssembleException("cannot start " + setName + ": " + absent + " of " + ref.raidDisks
                     + " members unavailable" + (absent == 1 ? " and degraded start is not allowed" : ""), problems);
         }
-        if (absent == 1 && !ref.isClean() && !options.startDirtyDegraded()) {
+        if (absent == 1 && !ref.isClean() && !ref.hasPpl() && !options.startDirtyDegraded()) {
             closeAll(devices, new boolean[count]);
             throw new Raid5AssembleException("cannot start " + setName + ": it was not shut down cleanly AND is "
                     + "degraded. Rows being written at the crash may have parity that does not match their data "
@@ -186,7 +186,7 @@ public final class Raid5Assembler {
             LOG.warn("assemble {}: {}", setName, p);
         }
         Md1Superblock template = ref.copy();
-        if (!template.isClean() && absent == 1) {
+        if (!template.isClean() && !template.hasPpl() && absent == 1) {
             LOG.warn("assemble {}: started DIRTY and DEGRADED (start_dirty_degraded): rows written at the crash may "
                     + "read back wrong from the missing member; check the data written last", setName);
         }

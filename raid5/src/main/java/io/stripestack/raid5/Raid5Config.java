@@ -15,6 +15,11 @@ public record Raid5Config(String name, int chunkBytes, Raid5Layout layout, long 
     public static final int MIN_CHUNK = 4096;
     /** 1 MiB: what mdadm 4.x picks for small members; see docs/raid5.md. */
     public static final long DEFAULT_DATA_OFFSET_SECTORS = 2048;
+    /**
+     * The largest chunk whose partial parity log fits with the default data offset: the log holds a 4 KiB
+     * header and one chunk of partial parity between the superblock's 8 KiB and the data at 1 MiB.
+     */
+    public static final int PPL_MAX_CHUNK_AT_DEFAULT_OFFSET = 512 * 1024;
 
     public Raid5Config {
         if (name == null || name.isEmpty() || name.getBytes(java.nio.charset.StandardCharsets.UTF_8).length > 32) {

@@ -14,9 +14,12 @@ package io.stripestack.raid5;
  * @param bitmapChunkBytes   member bytes per write-intent bitmap bit when a bitmap is created (an array
  *                           without one gets one at open if there is room before the data offset);
  *                           0 = mdadm's 64 MiB, doubled as needed to fit; a power of two otherwise
+ * @param consistencyPolicy  how parity survives a crash; null keeps what the members record (a new array:
+ *                           {@link ConsistencyPolicy#BITMAP}); a different policy is switched to at open, after
+ *                           the members' own one has recovered what it must
  */
 public record Raid5Options(int stripeCacheRows, boolean checkParityOnReads, int ioThreads, boolean allowDegraded,
-                           boolean startDirtyDegraded, long bitmapChunkBytes) {
+                           boolean startDirtyDegraded, long bitmapChunkBytes, ConsistencyPolicy consistencyPolicy) {
     public Raid5Options {
         if (stripeCacheRows != 0) {
             StripeCache.checkCapacity(stripeCacheRows);
@@ -32,26 +35,31 @@ public record Raid5Options(int stripeCacheRows, boolean checkParityOnReads, int 
 
     /** The settings without {@code startDirtyDegraded} (off). */
     public Raid5Options(int stripeCacheRows, boolean checkParityOnReads, int ioThreads, boolean allowDegraded) {
-        this(stripeCacheRows, checkParityOnReads, ioThreads, allowDegraded, false, 0);
+        this(stripeCacheRows, checkParityOnReads, ioThreads, allowDegraded, false, 0, null);
     }
 
     public static Raid5Options defaults() {
-        return new Raid5Options(0, false, 0, true, false, 0);
+        return new Raid5Options(0, false, 0, true, false, 0, null);
     }
 
     public Raid5Options withStripeCacheRows(int rows) {
-        return new Raid5Options(rows, checkParityOnReads, ioThreads, allowDegraded, startDirtyDegraded, bitmapChunkBytes);
+        return new Raid5Options(rows, checkParityOnReads, ioThreads, allowDegraded, startDirtyDegraded, bitmapChunkBytes, consistencyPolicy);
     }
 
     public Raid5Options withAllowDegraded(boolean allow) {
-        return new Raid5Options(stripeCacheRows, checkParityOnReads, ioThreads, allow, startDirtyDegraded, bitmapChunkBytes);
+        return new Raid5Options(stripeCacheRows, checkParityOnReads, ioThreads, allow, startDirtyDegraded, bitmapChunkBytes, consistencyPolicy);
     }
 
     public Raid5Options withBitmapChunkBytes(long bytes) {
-        return new Raid5Options(stripeCacheRows, checkParityOnReads, ioThreads, allowDegraded, startDirtyDegraded, bytes);
+        return new Raid5Options(stripeCacheRows, checkParityOnReads, ioThreads, allowDegraded, startDirtyDegraded, bytes, consistencyPolicy);
     }
 
     public Raid5Options withStartDirtyDegraded(boolean force) {
-        return new Raid5Options(stripeCacheRows, checkParityOnReads, ioThreads, allowDegraded, force, bitmapChunkBytes);
+        return new Raid5Options(stripeCacheRows, checkParityOnReads, ioThreads, allowDegraded, force, bitmapChunkBytes, consistencyPolicy);
+    }
+
+    public Raid5Options withConsistencyPolicy(ConsistencyPolicy policy) {
+        return new Raid5Options(stripeCacheRows, checkParityOnReads, ioThreads, allowDegraded, startDirtyDegraded,
+                bitmapChunkBytes, policy);
     }
 }

@@ -13,10 +13,12 @@ import java.util.List;
  * @param spares    hot spares (device names), waiting to replace a failed member
  * @param sync      the background sync (resync, recovery, check, repair) and its progress
  * @param mismatchCount md's {@code mismatch_cnt} of the last check or repair (512-byte sectors)
+ * @param consistencyPolicy how parity survives a crash (md's consistency_policy)
+ * @param startRecovery what the partial parity log's replay did at open, or empty
  */
 public record Raid5Status(String name, Health health, List<Member> members, long events, long sizeBytes,
                           int chunkBytes, Raid5Layout layout, List<String> spares, SyncProgress sync,
-                          long mismatchCount) {
+                          long mismatchCount, ConsistencyPolicy consistencyPolicy, String startRecovery) {
 
     public enum Health { CLEAN, DEGRADED, FAILED }
 

@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.StampedLock;
 
@@ -12,7 +13,10 @@ import java.util.concurrent.locks.StampedLock;
  * One row update, planned and done: a full-row write (parity from the callers' buffers, no member reads),
  * or a partial write through the row's {@link StripeCache} entry, by read-modify-write or
  * reconstruct-write, whichever reads fewer blocks not already cached; degraded rows rebuild the missing
- * chunk's old contents where parity needs them, or leave the missing member out.
+ * chunk's old contents where parity needs them, or leave the missing member out. With a
+ * {@link PartialParityLog}, every update whose parity member is present is logged before it writes: the
+ * touched columns are widened to one contiguous run and the chunks between the first and last written
+ * one count as written, so one log entry describes the update.
  *
  * <p>Concurrency: every method runs on the thread that owns the row's write slot ({@link WriteScheduler});
  * the row's cache entry and that thread's {@link CallerContext} are its alone. Members are written
@@ -34,9 +38,19 @@ final class RowUpdater {
     private final LongAdder reconstructWrites;
     private final LongAdder memberPrereads;
     private final LongAdder stripeCacheHits;
+    /**
+     * The partial parity log, or null when the array's consistency policy is not ppl; switched at run time
+     * by {@link #switchLog}. Each update reads it once and keeps what it read.
+     */
+    private volatile PartialParityLog ppl;
+    /** Row updates in progress that read no log: a switch to ppl waits for them before the superblocks say ppl. */
+    private final AtomicInteger unloggedUpdates = new AtomicInteger();
+    private final int blockSize;
 
     RowUpdater(StripeGeometry geo, MemberSet members, Superblocks superblocks, StripeCache cache, MemberIoExecutor io,
-               Xor xor, IoStats stats) {
+               Xor xor, IoStats stats, PartialParityLog ppl, int blockSize) {
+        this.ppl = ppl;
+        this.blockSize = blockSize;
         this.geo = geo;
         this.members = members;
         this.superblocks = superblocks;
@@ -56,6 +70,45 @@ final class RowUpdater {
      * held exclusively only while members are written.
      */
     void process(StampedLock rowLock, RowWrite[] batch, int count, CallerContext ctx) throws IOException {
+        // counted before the log is read, so a switch to ppl that finds no count has no unlogged update left
+        unloggedUpdates.incrementAndGet();
+        PartialParityLog log = ppl;
+        if (log != null) {
+            unloggedUpdates.decrementAndGet();
+        }
+        try {
+            processLogged(rowLock, batch, count, ctx, log);
+        } finally {
+            if (log == null) {
+                unloggedUpdates.decrementAndGet();
+            }
+        }
+    }
+
+    /**
+     * Starts or stops logging row updates: {@code log} null stops it at once; a log starts it, and this
+     * returns once every update that began without it has finished.
+     */
+    void switchLog(PartialParityLog log) {
+        ppl = log;
+        if (log == null) {
+            return;
+        }
+        boolean interrupted = false;
+        while (unloggedUpdates.get() > 0) {
+            try {
+                Thread.sleep(1);
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private void processLogged(StampedLock rowLock, RowWrite[] batch, int count, CallerContext ctx,
+                               PartialParityLog log) throws IOException {
         RowWrite first = batch[0];
         members.checkUsable(first.row * geo.rowBytes + first.inRow, true);
         // Recovery writes only the new member (covered by its recovery offset); check writes nothing.
@@ -64,7 +117,7 @@ final class RowUpdater {
             superblocks.beginRowWrite(first.row);
         }
         try {
-            processRowOp(rowLock, batch, count, ctx, first);
+            processRowOp(rowLock, batch, count, ctx, first, log);
         } finally {
             if (intent) {
                 superblocks.endRowWrite(first.row);
@@ -72,18 +125,18 @@ final class RowUpdater {
         }
     }
 
-    private void processRowOp(StampedLock rowLock, RowWrite[] batch, int count, CallerContext ctx, RowWrite first)
-            throws IOException {
+    private void processRowOp(StampedLock rowLock, RowWrite[] batch, int count, CallerContext ctx, RowWrite first,
+                              PartialParityLog log) throws IOException {
         switch (first.op) {
             case WRITE -> {
                 if (RowWrite.coverRow(batch, count, geo.rowBytes)
                         && MemberSet.missingIn(first.row, members.failedRole, members.recoveredRows) < 0) {
-                    writeFullRow(rowLock, batch, count, ctx);
+                    writeFullRow(rowLock, batch, count, ctx, log);
                 } else {
-                    updateRow(rowLock, batch, count, ctx);
+                    updateRow(rowLock, batch, count, ctx, log);
                 }
             }
-            case ZERO -> updateRow(rowLock, ctx.zeroPieces(first), geo.dataDisks, ctx);
+            case ZERO -> updateRow(rowLock, ctx.zeroPieces(first), geo.dataDisks, ctx, log);
             default -> first.pass.processRow(rowLock, first.row, ctx);
         }
     }
@@ -92,7 +145,8 @@ final class RowUpdater {
      * A whole row from the batch's writes (one caller's, or several that together cover the row): parity
      * is XORed from slices of the callers' buffers, n parallel writes, no reads, no copies.
      */
-    private void writeFullRow(StampedLock rowLock, RowWrite[] batch, int count, CallerContext ctx) throws IOException {
+    private void writeFullRow(StampedLock rowLock, RowWrite[] batch, int count, CallerContext ctx,
+                              PartialParityLog log) throws IOException {
         long row = batch[0].row;
         sortByOffset(batch, count);
         ByteBuffer[] views = ctx.pieceViews(count);
@@ -144,7 +198,17 @@ final class RowUpdater {
         }
         int parityMember = geo.parityMember(row);
         writes.add(parityMember, members.roles[parityMember].device, memberOffset, parity.clear(), true);
-        runWrites(rowLock, writes, row);
+        if (log == null) {
+            runWrites(rowLock, writes, row);
+        } else {
+            PartialParityLog.Row entry = ctx.pplRow();
+            entry.parityRole = parityMember;
+            entry.dataSector = row * geo.rowBytes / blockSize;
+            entry.ppSize = 0;
+            entry.dataSize = geo.rowBytes;
+            entry.membersWritten = allRoles();
+            runLoggedWrites(rowLock, writes, row, log, entry);
+        }
         fullStripeWrites.increment();
     }
 
@@ -166,7 +230,8 @@ final class RowUpdater {
      * entry, the blocks still missing for the parity are pre-read, parity is recomputed over the touched
      * columns and the touched ranges are written.
      */
-    private void updateRow(StampedLock rowLock, RowWrite[] batch, int count, CallerContext ctx) throws IOException {
+    private void updateRow(StampedLock rowLock, RowWrite[] batch, int count, CallerContext ctx, PartialParityLog log)
+            throws IOException {
         long row = batch[0].row;
         StripeCache.Entry e = acquireEntry(row);
         boolean keep = false;
@@ -180,6 +245,18 @@ final class RowUpdater {
             for (int k = 0; k < count; k++) {
                 markWritten(batch[k], written, columns);
             }
+            int firstWritten = 0;
+            int lastWritten = geo.dataDisks - 1;
+            boolean logged = log != null && !Bits.isEmpty(columns);
+            if (logged) {
+                while (Bits.isEmpty(written[firstWritten])) {
+                    firstWritten++;
+                }
+                while (Bits.isEmpty(written[lastWritten])) {
+                    lastWritten--;
+                }
+                fillGaps(columns);
+            }
             boolean fullRow = true;
             for (int i = 0; i < geo.dataDisks && fullRow; i++) {
                 fullRow = Bits.isFull(written[i], geo.blocksPerChunk);
@@ -192,7 +269,7 @@ final class RowUpdater {
                 members.checkUsable(row * geo.rowBytes, true);
                 missing = MemberSet.missingIn(row, members.failedRole, members.recoveredRows);
                 missingIndex = missing < 0 ? -2 : missing == parityMember ? -1 : geo.dataIndexOf(row, missing);
-                readModifyWrite = planReads(e, ctx, missingIndex);
+                readModifyWrite = planReads(e, ctx, missingIndex, logged, firstWritten, lastWritten);
                 if (preRead(row, e, ctx, parityMember)) {
                     break;
                 }
@@ -222,7 +299,12 @@ final class RowUpdater {
             if (missingIndex != -1) {
                 addRuns(writes, parityMember, memberOffset, e.chunk(geo.dataDisks), columns, true);
             }
-            runWrites(rowLock, writes, row);
+            if (!logged || missingIndex == -1) {
+                runWrites(rowLock, writes, row);
+            } else {
+                runLoggedWrites(rowLock, writes, row, log,
+                        partialParity(e, ctx, row, parityMember, firstWritten, lastWritten));
+            }
             for (int i = 0; i < geo.dataDisks; i++) {
                 orInto(e.valid[i], written[i]);
             }
@@ -299,8 +381,15 @@ final class RowUpdater {
      * {@code ctx.need} (index {@code dataDisks} = parity). Returns true for read-modify-write.
      *
      * @param missingIndex data index of the missing member, -1 if parity is missing, -2 if none is
+     * @param widened       whether the update is logged: its columns are one run and the chunks
+     *                      firstLogged..lastLogged count as written
+     * @param firstLogged   with a partial parity log: the first data chunk the log entry names as written;
+     *                      read-modify-write then needs the old contents of chunks firstLogged..lastLogged
+     *                      over all touched columns, to take them out of the old parity (0 without a log)
+     * @param lastLogged    the last such chunk ({@code dataDisks - 1} without a log)
      */
-    private boolean planReads(StripeCache.Entry e, CallerContext ctx, int missingIndex) {
+    private boolean planReads(StripeCache.Entry e, CallerContext ctx, int missingIndex, boolean widened,
+                              int firstLogged, int lastLogged) {
         long[][] need = ctx.need;
         long[][] written = ctx.written;
         long[] columns = ctx.columns;
@@ -336,8 +425,9 @@ final class RowUpdater {
             for (int i = 0; i < geo.dataDisks; i++) {
                 long wr = written[i][w];
                 long v = valid[i][w];
-                rmw += Long.bitCount(wr & ~v);
-                rmwUncached += Long.bitCount(wr);
+                long old = widened && i >= firstLogged && i <= lastLogged ? k : wr;
+                rmw += Long.bitCount(old & ~v);
+                rmwUncached += Long.bitCount(old);
                 rcw += Long.bitCount(k & ~wr & ~v);
                 rcwUncached += Long.bitCount(k & ~wr);
             }
@@ -352,7 +442,8 @@ final class RowUpdater {
             long k = columns[w];
             for (int i = 0; i < geo.dataDisks; i++) {
                 long wr = written[i][w];
-                need[i][w] = (readModifyWrite ? wr : k & ~wr) & ~valid[i][w];
+                long old = widened && i >= firstLogged && i <= lastLogged ? k : wr;
+                need[i][w] = (readModifyWrite ? old : k & ~wr) & ~valid[i][w];
             }
             need[geo.dataDisks][w] = readModifyWrite ? k & ~valid[geo.dataDisks][w] : 0;
         }
@@ -469,6 +560,71 @@ final class RowUpdater {
             batch.add(member, members.roles[member].device, memberOffset + (long) b * BLOCK,
                     chunkBuffer.slice(b * BLOCK, (end - b) * BLOCK), write);
             b = Bits.nextSet(bits, end, geo.blocksPerChunk);
+        }
+    }
+
+    /**
+     * The log entry of an update whose parity and data are in the entry: over the touched columns (one
+     * run), the partial parity is the parity XOR the chunks firstWritten..lastWritten, i.e. the XOR of the
+     * chunks the update leaves alone; none is needed when it writes every chunk.
+     */
+    private PartialParityLog.Row partialParity(StripeCache.Entry e, CallerContext ctx, long row, int parityMember,
+                                               int firstWritten, int lastWritten) {
+        long[] columns = ctx.columns;
+        int from = Bits.nextSet(columns, 0, geo.blocksPerChunk);
+        int to = Bits.nextClear(columns, from, geo.blocksPerChunk);
+        int length = (to - from) * BLOCK;
+        int set = lastWritten - firstWritten + 1;
+        PartialParityLog.Row entry = ctx.pplRow();
+        entry.parityRole = parityMember;
+        entry.membersWritten = 1L << parityMember;
+        for (int i = firstWritten; i <= lastWritten; i++) {
+            entry.membersWritten |= 1L << geo.dataMember(row, i);
+        }
+        if (set == geo.dataDisks) {
+            entry.dataSector = (row * geo.rowBytes + (long) from * BLOCK) / blockSize;
+            entry.ppSize = 0;
+            entry.dataSize = geo.dataDisks * length;
+            return entry;
+        }
+        ctx.srcs[0] = e.chunk(geo.dataDisks);
+        ctx.idx[0] = from * BLOCK;
+        for (int i = 0; i < set; i++) {
+            ctx.srcs[1 + i] = e.chunk(firstWritten + i);
+            ctx.idx[1 + i] = from * BLOCK;
+        }
+        xor.xorAssign(entry.pp, 0, ctx.srcs, ctx.idx, 1 + set, length);
+        Arrays.fill(ctx.srcs, null);
+        entry.dataSector = (row * geo.rowBytes + (long) firstWritten * geo.chunk + (long) from * BLOCK) / blockSize;
+        entry.ppSize = length;
+        entry.dataSize = set * length;
+        return entry;
+    }
+
+    private long allRoles() {
+        return geo.members == 64 ? -1L : (1L << geo.members) - 1;
+    }
+
+    /** Sets every bit between the first and the last set one: the columns one log entry covers. */
+    private void fillGaps(long[] columns) {
+        int first = Bits.nextSet(columns, 0, geo.blocksPerChunk);
+        int last = first;
+        for (int b = first; b < geo.blocksPerChunk; ) {
+            int end = Bits.nextClear(columns, b, geo.blocksPerChunk);
+            last = end;
+            b = Bits.nextSet(columns, end, geo.blocksPerChunk);
+        }
+        Bits.setRange(columns, first, last);
+    }
+
+    /** {@link #runWrites} once the entry is durable in the partial parity log. */
+    private void runLoggedWrites(StampedLock rowLock, MemberIoExecutor.Batch writes, long row, PartialParityLog log,
+                                 PartialParityLog.Row entry) throws IOException {
+        log.log(entry);
+        try {
+            runWrites(rowLock, writes, row);
+        } finally {
+            log.done(entry);
         }
     }
 

@@ -35,12 +35,23 @@ final class Superblocks {
     private final WriteIntentBitmap bitmap;
     private final WriteIntentBitmap.Members bitmapWriter = this::writeBitmapToMembers;
     private final MemberSet members;
+    /**
+     * Whether the members keep a partial parity log (at the template's ppl offset and size) instead of a
+     * bitmap; guarded by the state lock, switched by {@link #switchPartialParityLogLocked}.
+     */
+    private boolean partialParityLog;
     private SyncEngine sync;
     private ScheduledExecutorService bitmapDaemon;
     /** The recovered rows known durable on the new member: what its superblock's recovery_offset says. */
     private long recoveryCheckpointRows;
 
-    Superblocks(String name, StripeGeometry geo, Md1Superblock template, WriteIntentBitmap bitmap, MemberSet members) {
+    Superblocks(String name, StripeGeometry geo, Md1Superblock template, WriteIntentBitmap bitmap,
+                boolean partialParityLog, MemberSet members) {
+        if (bitmap != null && partialParityLog) {
+            throw new IllegalArgumentException(name + ": an array keeps a write-intent bitmap or a partial parity log, "
+                    + "not both (md stores them in the same place)");
+        }
+        this.partialParityLog = partialParityLog;
         this.name = name;
         this.geo = geo;
         this.template = template;
@@ -78,6 +89,34 @@ final class Superblocks {
     /** The smallest device a spare may be: data offset + the member size the superblocks record. */
     long memberBytesNeeded() {
         return geo.dataOffset + template.sizeSectors * 512;
+    }
+
+    /**
+     * The superblock fields a partial parity log would take on this array, placed as md places it; null, with
+     * {@code why[0]} set, when it does not fit.
+     */
+    Md1Superblock partialParityLogPlacementLocked(String[] why) {
+        Md1Superblock placed = template.copy();
+        placed.featureMap |= Md1Superblock.FEATURE_PPL;
+        PartialParityLog.place(placed);
+        why[0] = PartialParityLog.whyNot(placed);
+        return why[0] == null ? placed : null;
+    }
+
+    /** Records on every member that a partial parity log is kept from now on (or no longer). */
+    void switchPartialParityLogLocked(boolean on, Md1Superblock placement) {
+        if (bitmap != null) {
+            throw new IllegalStateException(name + ": an array with a write-intent bitmap cannot keep a partial parity log");
+        }
+        if (on) {
+            template.pplOffset = placement.pplOffset;
+            template.pplSize = placement.pplSize;
+            template.featureMap |= Md1Superblock.FEATURE_PPL;
+        } else {
+            template.featureMap &= ~Md1Superblock.FEATURE_PPL;
+        }
+        partialParityLog = on;
+        writeLocked(false);
     }
 
     /** A new dev_roles entry with the spare role; returns its device number. */
@@ -172,7 +211,8 @@ final class Superblocks {
         sb.dataSizeSectors = m.dataSizeSectors;
         boolean rebuilding = m.role >= 0 && m.state == Raid5Status.MemberState.REBUILDING;
         sb.featureMap = (rebuilding ? Md1Superblock.FEATURE_RECOVERY_OFFSET : 0)
-                | (bitmap != null ? Md1Superblock.FEATURE_BITMAP : 0);
+                | (bitmap != null ? Md1Superblock.FEATURE_BITMAP : 0)
+                | (partialParityLog ? Md1Superblock.FEATURE_PPL : 0);
         sb.bitmapOffset = bitmap != null ? WriteIntentBitmap.OFFSET_SECTORS : 0;
         sb.recoveryOffset = rebuilding ? geo.sectors(recoveryCheckpointRows) : 0;
         try {

@@ -57,4 +57,12 @@ public final class PacedBlockDevice extends ForwardingBlockDevice {
         below.write(offset, src);
         pace(started, bytes);
     }
+
+    @Override
+    public void writeDurable(long offset, ByteBuffer src) throws IOException {
+        long started = System.nanoTime();
+        int bytes = src.remaining();
+        below.writeDurable(offset, src);
+        pace(started, bytes);
+    }
 }

@@ -38,9 +38,12 @@ import org.junit.jupiter.api.io.TempDir;
  * files, and the data checked: every write acknowledged before the last completed SYNCHRONIZE CACHE is there,
  * and every other block holds one of the generations acknowledged or in flight for it, never anything else
  * (and, since only the process died, not the kernel, even writes acknowledged after that sync are there).
- * The engine resyncs the dirty array in the background after the restart; once its log says the resync is
- * complete the server is stopped and parity is checked on the member files directly (no assembly): every row
- * XORs to zero. Needs only java.
+ * With the write-intent bitmap the engine resyncs the dirty array in the background after the restart; once its
+ * log says the resync is complete the server is stopped and parity is checked on the member files directly (no
+ * assembly): every row XORs to zero. With the partial parity log the restart replays the log instead and parity is
+ * consistent at once, with no resync; and the same crash followed by a restart with a member file taken away
+ * (dirty and degraded) still reads every block back as one of its generations, the write hole closed. Needs only
+ * java.
  */
 class CrashKillTest {
     private static final String IQN = "iqn.2026-11.io.stripestack:crash";
@@ -49,7 +52,25 @@ class CrashKillTest {
     Path dir;
 
     @Test
-    void acknowledgedAndSyncedWritesSurviveSigkillOfTheServer() throws Exception {
+    void withTheBitmapAcknowledgedAndSyncedWritesSurviveSigkillAndTheResyncRestoresParity() throws Exception {
+        crashAndRestart("bitmap", false);
+    }
+
+    @Test
+    void withThePartialParityLogTheRestartReplaysItAndParityIsConsistentWithoutResync() throws Exception {
+        crashAndRestart("ppl", false);
+    }
+
+    @Test
+    void withThePartialParityLogARestartWithAMemberGoneReadsEveryBlockBack() throws Exception {
+        crashAndRestart("ppl", true);
+    }
+
+    /**
+     * Loads the array through iSCSI, kills the server, restarts it (after moving member 1's file away when
+     * {@code degraded}) and verifies every block, then the parity on the member files when all are there.
+     */
+    private void crashAndRestart(String policy, boolean degraded) throws Exception {
         int port = freePort();
         Path config = dir.resolve("crash.yaml");
         Files.writeString(config, """
@@ -64,11 +85,12 @@ class CrashKillTest {
                     members: [md0/m0.img, md0/m1.img, md0/m2.img]
                     create_member_size: 9MiB
                     chunk: 64KiB
+                    consistency_policy: %s
                 targets:
                   - iqn: %s
                     luns:
                       - {lun: 0, array: md0}
-                """.formatted(dir, port, IQN));
+                """.formatted(dir, port, policy, IQN));
         List<Path> members = List.of(dir.resolve("md0/m0.img"), dir.resolve("md0/m1.img"), dir.resolve("md0/m2.img"));
         IscsiUrl url = new IscsiUrl("127.0.0.1", port, IQN, 0, null, null);
         ByteArrayOutputStream soakLog = new ByteArrayOutputStream();
@@ -114,7 +136,10 @@ class CrashKillTest {
         }
         assertTrue(durableBlocks > 500, "blocks covered by a completed SYNCHRONIZE CACHE: " + durableBlocks);
 
-        // 2. restart on the same members and verify every block through iSCSI
+        // 2. restart on the same members (one fewer when degraded) and verify every block through iSCSI
+        if (degraded) {
+            Files.move(members.get(1), dir.resolve("m1.removed"));
+        }
         Process second = startServer(config, port, dir.resolve("server-2.log"));
         long verifiedBefore = runner.stats().blocksVerified();
         try {
@@ -128,20 +153,31 @@ class CrashKillTest {
             }
             assertTrue(runner.stats().blocksVerified() - verifiedBefore >= durableBlocks,
                     "verified " + (runner.stats().blocksVerified() - verifiedBefore) + " blocks");
-            // what the engine does with the dirty array: it starts it and resyncs parity in the background
-            String restartLog = awaitLog(dir.resolve("server-2.log"), "resync complete", 30);
+            // what the engine does with the dirty array: it replays the log, or starts and resyncs parity in the background
+            String restartLog = policy.equals("ppl")
+                    ? awaitLog(dir.resolve("server-2.log"), "no resync needed", 30)
+                    : awaitLog(dir.resolve("server-2.log"), "resync complete", 30);
             assertTrue(restartLog.contains("not shut down cleanly"), restartLog);
+            if (policy.equals("ppl")) {
+                assertTrue(restartLog.contains("partial parity log replayed at start"), restartLog);
+                assertTrue(!restartLog.contains("resyncing parity"), restartLog);
+            }
             second.destroy(); // SIGTERM: orderly stop, arrays flushed and marked clean
             assertTrue(second.waitFor(30, TimeUnit.SECONDS), "the server did not stop on SIGTERM");
         } finally {
             second.destroyForcibly();
         }
 
-        // 3. parity on the member files, nothing assembled: the resync after the restart left every row consistent
+        if (degraded) {
+            System.out.printf("crash test (%s, restarted without member 1): %d blocks synced before the kill, %d in flight,"
+                    + " all read back%n", policy, durableBlocks, inFlightBlocks);
+            return;
+        }
+        // 3. parity on the member files, nothing assembled: the replay or resync after the restart left every row consistent
         ParityScan scan = ParityScan.of(members);
         assertTrue(scan.writtenRows().size() > 10, "rows with data: " + scan.writtenRows());
-        assertEquals(Set.of(), scan.mismatchedRows(), "rows whose parity does not match after the restart's resync");
-        System.out.printf("crash test: %d blocks synced before the kill, %d in flight; %d rows with data, parity"
+        assertEquals(Set.of(), scan.mismatchedRows(), "rows whose parity does not match after the restart");
+        System.out.printf("crash test (" + policy + "): %d blocks synced before the kill, %d in flight; %d rows with data, parity"
                 + " consistent in all%n", durableBlocks, inFlightBlocks, scan.writtenRows().size());
     }
 

@@ -10,6 +10,8 @@ import io.stripestack.targetserver.config.StripestackConfig.ReadaheadConfig;
 import io.stripestack.targetserver.config.StripestackConfig.ServerConfig;
 import io.stripestack.targetserver.config.StripestackConfig.TargetConfig;
 import io.stripestack.blockdev.FilePermissions;
+import io.stripestack.raid5.ConsistencyPolicy;
+import io.stripestack.raid5.Raid5Config;
 import java.io.IOException;
 import java.io.Reader;
 import java.io.StringReader;
@@ -246,9 +248,20 @@ public final class ConfigLoader {
         boolean checkParity = boolOr(n.child("check_parity_on_reads"), false);
         boolean direct = boolOr(n.child("direct_io"), false);
         boolean startDirtyDegraded = boolOr(n.child("start_dirty_degraded"), false);
+        YamlNode policyNode = n.child("consistency_policy");
+        ConsistencyPolicy policy = null;
+        if (policyNode != null) {
+            policy = ConsistencyPolicy.fromMdName(policyNode.oneOf("ppl", "bitmap", "resync"));
+            if (policy == ConsistencyPolicy.PPL && chunk > Raid5Config.PPL_MAX_CHUNK_AT_DEFAULT_OFFSET) {
+                throw policyNode.error("ppl needs a chunk of at most " + Sizes.format(Raid5Config.PPL_MAX_CHUNK_AT_DEFAULT_OFFSET) + " (the log holds "
+                        + "one chunk of partial parity in the 1 MiB before the data), and chunk is " + Sizes.format(chunk)
+                        + "; use consistency_policy bitmap (the log and the write-intent bitmap share that space, "
+                        + "as in md: an array has one or the other) or a smaller chunk");
+            }
+        }
         n.rejectUnknownKeys();
         return new ArrayConfig(name, List.copyOf(members), List.copyOf(spares), (int) chunk, layout, createSize,
-                createSparse, stripeCache, checkParity, direct, startDirtyDegraded);
+                createSparse, stripeCache, checkParity, direct, startDirtyDegraded, policy);
     }
 
     private static TargetConfig target(YamlNode n, Path dataDir, Map<String, ArrayConfig> arrays,

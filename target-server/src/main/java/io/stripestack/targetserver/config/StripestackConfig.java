@@ -1,5 +1,7 @@
 package io.stripestack.targetserver.config;
 
+import io.stripestack.raid5.ConsistencyPolicy;
+
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -41,7 +43,7 @@ public record StripestackConfig(Path file, Path dataDir, ServerConfig server, Ma
      */
     public record ArrayConfig(String name, List<Path> members, List<Path> spares, int chunkBytes, String layout,
             long createMemberSize, boolean createSparse, int stripeCacheSize, boolean checkParityOnReads,
-            boolean direct, boolean startDirtyDegraded) {
+            boolean direct, boolean startDirtyDegraded, ConsistencyPolicy consistencyPolicy) {
     }
 
     public record ChapConfig(String user, char[] secret) {

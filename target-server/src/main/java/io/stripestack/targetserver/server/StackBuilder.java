@@ -14,6 +14,7 @@ import io.stripestack.raid5.Raid5Array;
 import io.stripestack.raid5.Raid5Config;
 import io.stripestack.raid5.Raid5Files;
 import io.stripestack.raid5.Raid5Layout;
+import io.stripestack.raid5.ConsistencyPolicy;
 import io.stripestack.raid5.Raid5Options;
 import io.stripestack.targetserver.config.StripestackConfig.ArrayConfig;
 import io.stripestack.targetserver.config.StripestackConfig.CryptoConfig;
@@ -61,13 +62,15 @@ public final class StackBuilder {
             }
             Raid5Config rc = Raid5Config.defaults(c.name()).withChunk(c.chunkBytes())
                     .withLayout(Raid5Layout.parse(c.layout()));
-            array = Raid5Files.create(members, c.createMemberSize(), rc, options, !c.createSparse());
+            array = Raid5Files.create(members, c.createMemberSize(), rc,
+                    options.withConsistencyPolicy(newArrayPolicy(c)), !c.createSparse());
             log.info("array {}: created on {} {} members of {} bytes (chunk {} KiB, {})", c.name(), members.size(),
                     c.createSparse() ? "sparse" : "allocated", c.createMemberSize(), c.chunkBytes() / 1024, c.layout());
         } else {
             List<Path> present = new ArrayList<>(members);
             c.spares().stream().filter(Files::exists).forEach(present::add);
-            array = Raid5Files.assemble(present, searchDirs(c), options, c.direct());
+            array = Raid5Files.assemble(present, searchDirs(c), options.withConsistencyPolicy(c.consistencyPolicy()),
+                    c.direct());
             for (String problem : array.assemblyProblems()) {
                 log.warn("array {}: {}", c.name(), problem);
             }
@@ -84,6 +87,22 @@ public final class StackBuilder {
             throw e;
         }
         return new OpenedArray(array, create);
+    }
+
+    /**
+     * A new array's policy: the configured one, else the partial parity log (the write hole closed), unless
+     * the chunk is too large for it, then the write-intent bitmap.
+     */
+    private static ConsistencyPolicy newArrayPolicy(ArrayConfig c) {
+        if (c.consistencyPolicy() != null) {
+            return c.consistencyPolicy();
+        }
+        if (c.chunkBytes() > Raid5Config.PPL_MAX_CHUNK_AT_DEFAULT_OFFSET) {
+            log.info("array {}: chunk {} KiB is too large for a partial parity log; consistency policy bitmap",
+                    c.name(), c.chunkBytes() / 1024);
+            return ConsistencyPolicy.BITMAP;
+        }
+        return ConsistencyPolicy.PPL;
     }
 
     /**

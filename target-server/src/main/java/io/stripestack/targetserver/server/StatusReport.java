@@ -46,9 +46,12 @@ final class StatusReport {
         for (Raid5Array array : arrays.values()) {
             out.append(array.status().mdstat()).append('\n');
             out.append(String.format(Locale.ROOT,
-                    "      stripe_cache_size %d, check_parity_on_reads %d, sync_action %s, mismatch_cnt %d, sync_speed_min/max %d/%d K/sec%n",
-                    array.stripeCacheSize(), array.checkParityOnReads() ? 1 : 0, array.syncAction(), array.mismatchCount(),
-                    array.syncSpeedMin(), array.syncSpeedMax()));
+                    "      consistency_policy %s, stripe_cache_size %d, check_parity_on_reads %d, sync_action %s, mismatch_cnt %d, sync_speed_min/max %d/%d K/sec%n",
+                    array.consistencyPolicy().mdName(), array.stripeCacheSize(), array.checkParityOnReads() ? 1 : 0,
+                    array.syncAction(), array.mismatchCount(), array.syncSpeedMin(), array.syncSpeedMax()));
+            if (!array.startRecovery().isEmpty()) {
+                out.append("      at start: ").append(array.startRecovery()).append('\n');
+            }
         }
         out.append('\n');
         out.append(String.format(Locale.ROOT, "%-44s %9s %9s %9s %9s %7s%n", "Device", "r/s", "rMB/s", "w/s",

@@ -4,6 +4,7 @@ import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.readahead.ReadaheadBudget;
 import io.stripestack.raid5.Raid5Array;
 import io.stripestack.raid5.Raid5Files;
+import io.stripestack.raid5.ConsistencyPolicy;
 import io.stripestack.raid5.Raid5Options;
 import io.stripestack.raid5.Raid5Status;
 import io.stripestack.raid5.SyncProgress;
@@ -250,6 +251,13 @@ public final class StripestackServer implements Closeable {
         registry.register(name + "/check_parity_on_reads", ControlAttribute.ofBoolean(array::checkParityOnReads,
                 array::setCheckParityOnReads));
         registry.register(name + "/sync_action", action(array::syncAction, array::setSyncAction));
+        registry.register(name + "/consistency_policy", action(() -> array.consistencyPolicy().mdName(), value -> {
+            try {
+                array.setConsistencyPolicy(ConsistencyPolicy.fromMdName(value));
+            } catch (IOException e) {
+                throw new IllegalArgumentException(name + ": " + e.getMessage(), e);
+            }
+        }));
         registry.register(name + "/sync_completed", ControlAttribute.readOnly(() -> {
             SyncProgress p = array.syncProgress();
             return p.running() ? p.doneSectors() + " / " + p.totalSectors() : "none";

@@ -129,6 +129,15 @@ class StripestackServerIntegrationTest {
             String status = AdminServer.request(socket, "status");
             assertTrue(status.contains("md0 : active raid5"), status);
             assertTrue(status.contains("[4/4] [UUUU]"), status);
+            // a new array closes the write hole by default; ppl and resync switch on the running array, as in md
+            assertTrue(status.contains("consistency_policy ppl"), status);
+            AdminServer.request(socket, "set md0/consistency_policy resync");
+            assertEquals("resync\n", AdminServer.request(socket, "get md0/consistency_policy"));
+            IOException bitmap = assertThrows(IOException.class,
+                    () -> AdminServer.request(socket, "set md0/consistency_policy bitmap"));
+            assertTrue(bitmap.getMessage().contains("needs a restart"), bitmap.getMessage());
+            AdminServer.request(socket, "set md0/consistency_policy ppl");
+            assertTrue(AdminServer.request(socket, "status").contains("consistency_policy ppl"));
             String metrics = new String(java.net.URI.create("http://127.0.0.1:" + server.metricsPort() + "/metrics")
                     .toURL().openStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
             assertTrue(metrics.matches("(?s).*stripestack_device_counter\\{owner=\"" + IQN.replace(".", "\\.")
@@ -140,6 +149,7 @@ class StripestackServerIntegrationTest {
                     .requireSuccess("mdadm --examine");
             assertTrue(examine.output().contains("State : clean"), examine.output());
             assertTrue(examine.output().contains("Active device " + m), examine.output());
+            assertTrue(examine.output().contains("PPL : "), examine.output());
         }
 
         try (StripestackServer server = StripestackServer.start(config)) {

@@ -1,0 +1,501 @@
+package io.stripestack.raid5;
+
+import io.stripestack.blockdev.BlockDevice;
+import io.stripestack.blockdev.IoStats;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.zip.CRC32C;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * md's partial parity log (PPL, {@code mdadm --consistency-policy=ppl}), which closes the RAID-5 write
+ * hole: before a row update touches any member, the row's partial parity (the XOR of the data it leaves
+ * alone, over the columns it changes) is made durable in the log of the row's parity member. After a crash
+ * the parity of every row in flight is recomputed from the data on the members and the logged partial
+ * parity, so a member lost afterwards is rebuilt right: untouched chunks read back as they were, written
+ * ones as old or new. The format is {@link PplHeader}'s, at {@link Md1Superblock#pplOffset} on every member.
+ *
+ * <p>Protocol per member: log units (a header and the partial parity of up to
+ * {@value PplHeader#MAX_ENTRIES} rows) are written one after another through the area, each with a
+ * durable write ({@link BlockDevice#writeDurable}, the FUA write md uses), one at a time: rows that arrive
+ * while a unit is being written wait and go together into the next one (group commit: one log write
+ * covers all of them). A row's member writes start once its unit is durable; they do not hold up the next
+ * unit. When the area is full the log starts again at its beginning, after every row it holds has written
+ * its members and those members were flushed, so the units from the start of the area up to the first one
+ * with a lower generation name every row whose parity may disagree with its data. Recovery replays them all,
+ * newest first, each entry only over the columns no newer entry of the same row decided: a row's updates are
+ * serialized by its write slot and each is logged, so an older entry is still true wherever no newer one
+ * touched the row, and where a newer one did, the newer one decides (it is replayed, or skipped when a data
+ * member it names is missing: the older one's partial parity would then be stale). A torn unit loses nothing: its rows
+ * had not touched the members. (The kernel, with the same format, writes one unit at a time per member and
+ * replays only the newest; an array that crashed under stripestack is recovered by starting it here.)
+ *
+ * <p>Concurrency: each member's log state is guarded by that {@link MemberLog}'s monitor; the unit is
+ * written outside it by the row thread that leads the batch (any row-updating thread, see
+ * {@link WriteScheduler}), while the others wait on the monitor. A {@link Row} belongs to one updating
+ * thread's {@link CallerContext}; its fields are set by that thread before {@link #log} and read by the
+ * leader while the owner waits in {@link #log}.
+ */
+final class PartialParityLog {
+    private static final Logger LOG = LoggerFactory.getLogger(Raid5Array.class);
+
+    /** One row update's log entry and partial parity, owned by its updating thread. */
+    static final class Row {
+        /** The partial parity, {@link #ppSize} bytes from 0; one chunk of room. */
+        final ByteBuffer pp;
+        int parityRole;
+        long dataSector;
+        int ppSize;
+        int dataSize;
+        /** Roles the update writes (bit per role): flushed before the next header replaces this one's. */
+        long membersWritten;
+        /** Set under the member log's monitor once the unit holding this row is durable. */
+        boolean logged;
+
+        Row(ByteBuffer pp) {
+            this.pp = pp;
+        }
+    }
+
+    /** What recovery did at open, for the log and status. */
+    record Recovery(int headersRead, int headersInvalid, int entriesReplayed, int entriesSkipped, long parityBytes) {
+        boolean clean() {
+            return headersInvalid == 0;
+        }
+
+        String describe() {
+            return headersRead + " member logs read" + (headersInvalid > 0 ? " (" + headersInvalid + " invalid)" : "")
+                    + ", " + entriesReplayed + " entries replayed (" + parityBytes + " parity bytes rewritten)"
+                    + (entriesSkipped > 0 ? ", " + entriesSkipped + " skipped (a data member they name is missing)" : "");
+        }
+    }
+
+    private final class MemberLog {
+        final int role;
+        final ByteBuffer unit;
+        final Row[] batch = new Row[PplHeader.MAX_ENTRIES];
+        final CRC32C crc = new CRC32C();
+        // guarded by this:
+        final ArrayDeque<Row> waiting = new ArrayDeque<>();
+        /** A row thread is writing a unit. */
+        boolean writing;
+        /** Rows whose unit is durable and whose member writes have not finished. */
+        int rowsInFlight;
+        /** Where the next unit goes, from the start of the area. */
+        int nextOffset;
+        /** Roles the rows logged since the area last started over wrote: flushed before it starts over again. */
+        long lapMembers;
+        /** The device the units since the area last started over went to: a new one (a rebuilt member) starts over. */
+        BlockDevice device;
+        long generation;
+
+        MemberLog(int role) {
+            this.role = role;
+            this.unit = ByteBuffer.allocateDirect(areaBytes).order(ByteOrder.LITTLE_ENDIAN);
+        }
+    }
+
+    private final String name;
+    private final StripeGeometry geo;
+    private final MemberSet members;
+    private final int signature;
+    /** Byte offset of the log area on a member and its length. */
+    private final long areaOffset;
+    private final int areaBytes;
+    private final int blockSize;
+    private final MemberLog[] logs;
+    private final LongAdder unitsWritten;
+    private final LongAdder bytesWritten;
+    private final LongAdder rowsLogged;
+    private final LongAdder areaRestarts;
+
+    PartialParityLog(String name, StripeGeometry geo, MemberSet members, Md1Superblock sb, int blockSize, IoStats stats) {
+        this.name = name;
+        this.geo = geo;
+        this.members = members;
+        this.signature = PplHeader.signature(sb.setUuid);
+        this.areaOffset = areaOffset(sb);
+        this.areaBytes = sb.pplSize * 512;
+        this.blockSize = blockSize;
+        this.logs = new MemberLog[geo.members];
+        for (int r = 0; r < geo.members; r++) {
+            logs[r] = new MemberLog(r);
+        }
+        this.unitsWritten = stats.counter("ppl_writes");
+        this.bytesWritten = stats.counter("ppl_bytes");
+        this.rowsLogged = stats.counter("ppl_rows");
+        this.areaRestarts = stats.counter("ppl_area_restarts");
+    }
+
+    static long areaOffset(Md1Superblock sb) {
+        return (sb.superOffsetSectors + sb.pplOffset) * 512;
+    }
+
+    /** md's placement: {@value WriteIntentBitmap#OFFSET_SECTORS} sectors after the superblock, up to 1 MiB before the data. */
+    static void place(Md1Superblock sb) {
+        sb.pplOffset = WriteIntentBitmap.OFFSET_SECTORS;
+        sb.pplSize = (int) Math.min(2048, WriteIntentBitmap.roomBeforeData(sb) / 512);
+    }
+
+    /**
+     * Why this array cannot keep a partial parity log, or null when it can: the log must hold a header and
+     * the partial parity of one whole row (a chunk) between the superblock and the data.
+     */
+    static String whyNot(Md1Superblock sb) {
+        long room = sb.hasPpl() ? sb.pplSize * 512L : WriteIntentBitmap.roomBeforeData(sb);
+        long needed = PplHeader.BYTES + sb.chunkSectors * 512L;
+        if (Math.min(room, 2048 * 512L) < needed) {
+            return "the partial parity log needs " + needed + " bytes (a 4 KiB header and one " + sb.chunkSectors / 2
+                    + " KiB chunk) between the superblock and the data, and there are " + room
+                    + " -- use a smaller chunk, a larger data offset, or consistency_policy bitmap";
+        }
+        return null;
+    }
+
+    /**
+     * Makes {@code row}'s entry durable in its parity member's log; returns when it is, or when that
+     * member failed (then it is faulty and the row's parity is not written). Pair with {@link #done}.
+     */
+    void log(Row row) {
+        MemberLog log = logs[row.parityRole];
+        int taken;
+        int offset;
+        long lapFlush = 0;
+        boolean interrupted = false;
+        synchronized (log) {
+            row.logged = false;
+            log.waiting.addLast(row);
+            while (!row.logged && (log.writing || log.waiting.peekFirst() != row)) {
+                try {
+                    log.wait();
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+            if (row.logged) {
+                if (interrupted) {
+                    Thread.currentThread().interrupt();
+                }
+                return;
+            }
+            taken = 0;
+            int unitBytes = PplHeader.BYTES;
+            while (taken < log.batch.length && !log.waiting.isEmpty()
+                    && unitBytes + log.waiting.peekFirst().ppSize <= areaBytes) {
+                Row next = log.waiting.pollFirst();
+                unitBytes += next.ppSize;
+                log.batch[taken++] = next;
+            }
+            log.writing = true;
+            BlockDevice device = members.roles[log.role].device;
+            if (device != log.device) {
+                log.device = device;
+                log.nextOffset = 0;
+            }
+            if (log.nextOffset + unitBytes > areaBytes) {
+                while (log.rowsInFlight > 0) {
+                    try {
+                        log.wait();
+                    } catch (InterruptedException e) {
+                        interrupted = true;
+                    }
+                }
+                lapFlush = log.lapMembers;
+                log.lapMembers = 0;
+                log.nextOffset = 0;
+                areaRestarts.increment();
+            }
+            offset = log.nextOffset;
+            log.generation++;
+        }
+        long written = 0;
+        int unitBytes = 0;
+        try {
+            flushMembers(lapFlush);
+            unitBytes = writeUnit(log, taken, offset);
+            for (int i = 0; i < taken; i++) {
+                written |= log.batch[i].membersWritten;
+            }
+        } finally {
+            synchronized (log) {
+                log.writing = false;
+                log.nextOffset = offset + unitBytes;
+                log.lapMembers |= written;
+                log.rowsInFlight += taken;
+                for (int i = 0; i < taken; i++) {
+                    log.batch[i].logged = true;
+                    log.batch[i] = null;
+                }
+                log.notifyAll();
+            }
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /** The row's member writes are done (or failed). */
+    void done(Row row) {
+        MemberLog log = logs[row.parityRole];
+        synchronized (log) {
+            if (--log.rowsInFlight == 0) {
+                log.notifyAll();
+            }
+        }
+    }
+
+    /** Writes the batch's unit at {@code offset} of the area, durably; returns its bytes. */
+    private int writeUnit(MemberLog log, int taken, int offset) {
+        ByteBuffer unit = log.unit;
+        PplHeader.begin(unit, signature, log.generation);
+        int at = PplHeader.BYTES;
+        for (int i = 0; i < taken; i++) {
+            Row r = log.batch[i];
+            int sum = 0;
+            if (r.ppSize > 0) {
+                unit.put(at, r.pp, 0, r.ppSize);
+                sum = PplHeader.ppChecksum(unit, at, r.ppSize, log.crc);
+                at += r.ppSize;
+            }
+            PplHeader.addEntry(unit, r.dataSector, r.ppSize, r.dataSize, r.parityRole, sum);
+        }
+        PplHeader.seal(unit, log.crc);
+        MemberSet.Member m = members.roles[log.role];
+        BlockDevice device = m.device;
+        try {
+            device.writeDurable(areaOffset + offset, unit.duplicate().position(0).limit(at));
+            unitsWritten.increment();
+            bytesWritten.add(at);
+            rowsLogged.add(taken);
+        } catch (IOException e) {
+            members.memberFailed(log.role, device, e);
+        }
+        return at;
+    }
+
+    private void flushMembers(long roles) {
+        for (long left = roles; left != 0; left &= left - 1) {
+            int role = Long.numberOfTrailingZeros(left);
+            MemberSet.Member m = members.roles[role];
+            BlockDevice device = m.device;
+            if (device == null || !m.holdsRole()) {
+                continue;
+            }
+            try {
+                device.flush();
+            } catch (IOException e) {
+                members.memberFailed(role, device, e);
+            }
+        }
+    }
+
+    // ----------------------------------------------------------------------------------------- at open
+
+    /**
+     * Replays the newest log unit of every member that holds a role (md's ppl_load/ppl_recover): for each
+     * entry whose checksum holds and whose data members are present, the parity of its columns becomes the
+     * XOR of the data on the members and the logged partial parity. Runs before the array serves I/O.
+     */
+    Recovery recover() throws IOException {
+        int[] counts = new int[4];
+        long[] parityBytes = new long[1];
+        CRC32C crc = new CRC32C();
+        ByteBuffer header = ByteBuffer.allocate(PplHeader.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+        for (MemberSet.Member m : members.roles) {
+            if (m.device == null || !m.holdsRole()) {
+                continue;
+            }
+            counts[0]++;
+            int units = replayUnits(m, header, crc, counts, parityBytes);
+            if (units == 0) {
+                counts[1]++;
+                LOG.warn("{}: member {} ({}) holds no valid partial parity log header", name, m.role, m.displayName);
+            }
+        }
+        return new Recovery(counts[0], counts[1], counts[2], counts[3], parityBytes[0]);
+    }
+
+    /**
+     * Replays the member's units: those from the start of its area on, as long as each is valid and not
+     * older than the one before (what follows is left from before the area last started over), newest
+     * first, each entry only over the columns no newer entry of its row decided; returns how many units.
+     * {@code counts[2]} and {@code [3]} count entries replayed and skipped.
+     */
+    private int replayUnits(MemberSet.Member m, ByteBuffer header, CRC32C crc, int[] counts, long[] parityBytes)
+            throws IOException {
+        List<ByteBuffer> headers = new ArrayList<>();
+        List<Long> offsets = new ArrayList<>();
+        long generation = Long.MIN_VALUE;
+        long offset = 0;
+        while (offset + PplHeader.BYTES <= areaBytes) {
+            header.clear();
+            m.device.read(areaOffset + offset, header);
+            if (!PplHeader.isValid(header, signature, crc) || PplHeader.generation(header) < generation) {
+                break;
+            }
+            generation = PplHeader.generation(header);
+            headers.add(ByteBuffer.allocate(PplHeader.BYTES).order(ByteOrder.LITTLE_ENDIAN).put(header.clear()));
+            offsets.add(offset);
+            long next = offset + PplHeader.BYTES;
+            for (int e = 0, n = PplHeader.entries(header); e < n; e++) {
+                next += Integer.toUnsignedLong(PplHeader.ppSize(header, e));
+            }
+            offset = next;
+        }
+        Map<Long, long[]> covered = new HashMap<>();
+        for (int u = headers.size() - 1; u >= 0; u--) {
+            ByteBuffer h = headers.get(u);
+            long ppAt = areaOffset + offsets.get(u) + PplHeader.BYTES;
+            for (int e = 0, n = PplHeader.entries(h); e < n; e++) {
+                int ppSize = PplHeader.ppSize(h, e);
+                if (ppSize < 0 || ppAt - areaOffset + ppSize > areaBytes) {
+                    counts[3]++;
+                    break;
+                }
+                ByteBuffer pp = ByteBuffer.allocate(ppSize);
+                m.device.read(ppAt, pp);
+                pp.flip();
+                ppAt += ppSize;
+                if (PplHeader.ppChecksum(pp, 0, ppSize, crc) != PplHeader.entryChecksum(h, e)) {
+                    counts[3]++;
+                    LOG.warn("{}: partial parity log entry {} of member {} has a bad checksum; skipped", name, e, m.role);
+                    continue;
+                }
+                long bytes = replayEntry(PplHeader.dataSector(h, e), ppSize, PplHeader.dataSize(h, e), pp, covered);
+                if (bytes < 0) {
+                    counts[3]++;
+                } else {
+                    counts[2]++;
+                    parityBytes[0] += bytes;
+                }
+            }
+        }
+        return headers.size();
+    }
+
+    /**
+     * Recomputes the parity an entry covers, block by block as the kernel does; returns the parity bytes
+     * written, or -1 when a data member it names is missing (that entry cannot be replayed).
+     */
+    private long replayEntry(long dataSector, int ppSize, int dataSize, ByteBuffer pp, Map<Long, long[]> covered)
+            throws IOException {
+        long first = dataSector * blockSize;
+        int setCount;
+        int strip;
+        long last;
+        if (ppSize > 0 && ppSize < geo.chunk) {
+            setCount = dataSize / ppSize;
+            strip = ppSize;
+            last = first + (long) (setCount - 1) * geo.chunk + strip;
+        } else if (ppSize == 0) {
+            setCount = geo.dataDisks;
+            strip = dataSize / geo.dataDisks;
+            last = first + (long) (setCount - 1) * geo.chunk + strip;
+        } else {
+            setCount = geo.dataDisks;
+            strip = geo.chunk;
+            last = first + dataSize;
+        }
+        long row = first / geo.rowBytes;
+        if (first < 0 || last > geo.size || row != (last - 1) / geo.rowBytes || strip <= 0) {
+            LOG.warn("{}: partial parity log entry at array sector {} does not fit one row; skipped", name, dataSector);
+            return -1;
+        }
+        int firstIndex = (int) ((first % geo.rowBytes) >>> geo.chunkShift);
+        int inChunk = (int) (first & (geo.chunk - 1));
+        // A newer entry of the row decided these columns already: replayed, or skipped for a missing member.
+        long[] decided = covered.computeIfAbsent(row, r -> new long[(geo.blocksPerChunk + 63) / 64]);
+        int fromBlock = inChunk / StripeCache.BLOCK;
+        int toBlock = Math.min(geo.blocksPerChunk, (inChunk + strip) / StripeCache.BLOCK);
+        long[] open = decided.clone();
+        Bits.setRange(decided, fromBlock, toBlock);
+        if (Bits.nextClear(open, fromBlock, toBlock) >= toBlock) {
+            return 0;
+        }
+        for (int k = 0; k < setCount; k++) {
+            long at = first + (long) k * geo.chunk;
+            if (at >= last) {
+                break;
+            }
+            if (!holdsData(members.roles[geo.dataMember(row, firstIndex + k)], row)) {
+                return -1;
+            }
+        }
+        ByteBuffer parity = ByteBuffer.allocate(strip);
+        if (ppSize > 0) {
+            parity.put(0, pp, 0, strip);
+        }
+        ByteBuffer data = ByteBuffer.allocate(strip);
+        long memberOffset = geo.memberOffset(row) + inChunk;
+        for (int k = 0; k < setCount; k++) {
+            long at = first + (long) k * geo.chunk;
+            if (at >= last) {
+                break;
+            }
+            MemberSet.Member m = members.roles[geo.dataMember(row, firstIndex + k)];
+            int length = (int) Math.min(strip, last - at);
+            data.clear().limit(length);
+            m.device.read(memberOffset, data);
+            for (int i = 0; i < length; i++) {
+                parity.put(i, (byte) (parity.get(i) ^ data.get(i)));
+            }
+        }
+        MemberSet.Member p = members.roles[geo.parityMember(row)];
+        if (p.device == null || !p.holdsRole()) {
+            return 0;
+        }
+        long bytes = 0;
+        for (int b = Bits.nextClear(open, fromBlock, toBlock); b < toBlock; ) {
+            int end = Bits.nextSet(open, b, toBlock);
+            int from = (b - fromBlock) * StripeCache.BLOCK;
+            int length = (end - b) * StripeCache.BLOCK;
+            p.device.write(memberOffset + from, parity.clear().position(from).limit(from + length));
+            bytes += length;
+            b = Bits.nextClear(open, end, toBlock);
+        }
+        return bytes;
+    }
+
+    /** Whether {@code m} holds valid data in {@code row}: active, or rebuilt past it. */
+    private boolean holdsData(MemberSet.Member m, long row) {
+        return m.device != null && (m.state == Raid5Status.MemberState.ACTIVE
+                || (m.state == Raid5Status.MemberState.REBUILDING && row < members.recoveredRows));
+    }
+
+    /**
+     * Zeroes every member's log area and writes an empty header (md does so at every start), so no unit
+     * of an earlier run is ever taken for a current one; spares get one too, for when they take a role.
+     */
+    void writeEmptyHeaders() {
+        ByteBuffer area = ByteBuffer.allocate(areaBytes).order(ByteOrder.LITTLE_ENDIAN);
+        PplHeader.begin(area, signature, 0);
+        PplHeader.seal(area, new CRC32C());
+        for (MemberSet.Member m : members.roles) {
+            if (m.device == null || !m.holdsRole()) {
+                continue;
+            }
+            try {
+                m.device.write(areaOffset, area.clear());
+                m.device.flush();
+            } catch (IOException e) {
+                members.memberFailed(m.role, m.device, e);
+            }
+        }
+        for (MemberSet.Member spare : members.spares) {
+            try {
+                spare.device.write(areaOffset, area.clear());
+            } catch (IOException e) {
+                LOG.warn("{}: writing the empty partial parity log of spare {} failed: {}", name, spare.displayName,
+                        e.getMessage());
+            }
+        }
+    }
+}
