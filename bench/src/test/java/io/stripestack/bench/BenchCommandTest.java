@@ -177,6 +177,27 @@ class BenchCommandTest {
         assertEquals(7, bars("writes"));
     }
 
+    /** The log's cost: only the ppl arrays write log units, and full-row writes log no partial parity. */
+    @Test
+    void pplStudyLogsOnlyOnTheLoggedArrays() throws Exception {
+        runStudy("ppl");
+        List<String[]> rows = csvRows("ppl", "pattern,policy,queue_depth,mbps,mbps_min,mbps_max,cpu_ms_per_gib,"
+                + "cpu_ms_per_gib_min,cpu_ms_per_gib_max,ppl_writes_per_gib,ppl_writes_per_gib_min,ppl_writes_per_gib_max,"
+                + "ppl_rows_per_gib,ppl_rows_per_gib_min,ppl_rows_per_gib_max,ppl_mib_per_gib,ppl_mib_per_gib_min,"
+                + "ppl_mib_per_gib_max,mbps_vs_resync");
+        assertEquals(15, rows.size(), "5 patterns x 3 policies");
+        for (String[] row : rows) {
+            assertPositive(row, 3);
+            double logWrites = Double.parseDouble(row[9]);
+            assertEquals(row[1].equals("ppl"), logWrites > 0, "log writes of " + String.join(",", row));
+        }
+        String[] small = find(rows, "4KiB random", "ppl");
+        String[] full = find(rows, "full stripe sequential", "ppl");
+        assertTrue(Double.parseDouble(small[15]) > Double.parseDouble(full[15]),
+                "small writes log partial parity, full stripes only headers");
+        assertEquals(15, bars("ppl"));
+    }
+
     @Test
     void xorStudyMeasuresEveryRoutine() throws Exception {
         runStudy("xor");
