@@ -35,31 +35,30 @@ public abstract class MeteredBlockDevice implements BlockDevice {
 
     @Override
     public final void write(long offset, ByteBuffer src) throws IOException {
-        int length = src.remaining();
-        checkRequest(offset, length);
-        long start = stats.startIo();
-        try {
-            writeBlocks(offset, src);
-        } catch (IOException | RuntimeException e) {
-            stats.endFailed(start);
-            throw e;
-        }
-        stats.endWrite(start, length);
+        countedWrite(offset, src, false);
     }
 
     @Override
     public final void writeDurable(long offset, ByteBuffer src) throws IOException {
+        countedWrite(offset, src, true);
+        stats.countFlush();
+    }
+
+    private void countedWrite(long offset, ByteBuffer src, boolean durable) throws IOException {
         int length = src.remaining();
         checkRequest(offset, length);
         long start = stats.startIo();
         try {
-            writeBlocksDurable(offset, src);
+            if (durable) {
+                writeBlocksDurable(offset, src);
+            } else {
+                writeBlocks(offset, src);
+            }
         } catch (IOException | RuntimeException e) {
             stats.endFailed(start);
             throw e;
         }
         stats.endWrite(start, length);
-        stats.countFlush();
     }
 
     @Override

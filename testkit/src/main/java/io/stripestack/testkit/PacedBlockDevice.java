@@ -58,6 +58,7 @@ public final class PacedBlockDevice extends ForwardingBlockDevice {
         pace(started, bytes);
     }
 
+    /** A log's durable write takes its turn like any other write of its size. */
     @Override
     public void writeDurable(long offset, ByteBuffer src) throws IOException {
         long started = System.nanoTime();
