@@ -145,7 +145,7 @@ final class CommandPath {
         try {
             t.start(null, 0);
             ByteBuffer h = t.commandHeader;
-            Bhs.startRequest(h, Bhs.OP_LOGOUT | Bhs.IMMEDIATE, Bhs.FINAL);
+            Bhs.startRequest(h, Bhs.OP_LOGOUT | Bhs.IMMEDIATE, Bhs.FINAL); // reason code 0: close the session
             Bhs.putItt(h, t.itt);
             sendLock.lock();
             try {

@@ -18,7 +18,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * {@link #send} holds {@code sendLock}, which keeps each PDU whole on the wire and guards the gather array and
  * the padding buffer that all writers share; a caller that needs several PDUs back to back, or its CmdSN order
  * to be the wire order, holds {@link #sendLock()} across them (the lock is reentrant). A failed write fails the
- * connection, so a caller blocked behind the failing writer does not try the dead socket again.
+ * connection: once a PDU went out in part, the stream is out of step and nothing more can be sent.
  */
 final class PduChannel {
     private final SocketChannel socket;

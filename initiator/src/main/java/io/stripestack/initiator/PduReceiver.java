@@ -52,18 +52,17 @@ final class PduReceiver {
         try {
             while (!lifecycle.isEndExpected()) {
                 pdus.readHeader(header);
-                ByteBuffer h = header;
-                int dsl = Bhs.dataSegmentLength(h);
-                int itt = Bhs.itt(h);
-                int op = Bhs.opcode(h);
+                int dsl = Bhs.dataSegmentLength(header);
+                int itt = Bhs.itt(header);
+                int op = Bhs.opcode(header);
                 switch (op) {
-                    case Bhs.OP_DATA_IN -> dataIn(h, dsl, itt);
-                    case Bhs.OP_SCSI_RESPONSE -> scsiResponse(h, dsl, itt);
-                    case Bhs.OP_R2T -> r2t(h, dsl, itt);
-                    case Bhs.OP_NOP_IN -> nopIn(h, dsl, itt);
-                    case Bhs.OP_LOGOUT_RESPONSE -> logoutResponse(h, dsl, itt);
-                    case Bhs.OP_REJECT -> reject(h, dsl);
-                    case Bhs.OP_ASYNC -> asyncMessage(h, dsl);
+                    case Bhs.OP_DATA_IN -> dataIn(header, dsl, itt);
+                    case Bhs.OP_SCSI_RESPONSE -> scsiResponse(header, dsl, itt);
+                    case Bhs.OP_R2T -> r2t(header, dsl, itt);
+                    case Bhs.OP_NOP_IN -> nopIn(header, dsl, itt);
+                    case Bhs.OP_LOGOUT_RESPONSE -> logoutResponse(header, dsl, itt);
+                    case Bhs.OP_REJECT -> reject(header, dsl);
+                    case Bhs.OP_ASYNC -> asyncMessage(header, dsl);
                     case Bhs.OP_TMF_RESPONSE -> pdus.discard(dsl);
                     default -> throw new IOException("unexpected PDU opcode 0x" + Integer.toHexString(op));
                 }
