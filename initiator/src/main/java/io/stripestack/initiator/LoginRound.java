@@ -1,0 +1,114 @@
+package io.stripestack.initiator;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * One Login Request and its Login Response at a time (RFC 7143 sections 11.12-11.13), carrying from round to
+ * round what the next request needs: the ISID, the StatSN and the CmdSN window the target last announced, and
+ * whether the target agreed to move on to the next stage. Used by the login thread alone, before
+ * {@code iscsi-reader} starts, so it reads the socket itself; its state needs no lock.
+ */
+final class LoginRound {
+    static final int SECURITY = 0;
+    static final int OPERATIONAL = 1;
+    static final int FULL_FEATURE = 3;
+    /** The login is the session's only task yet; any tag would do. */
+    private static final int LOGIN_ITT = 1;
+
+    private final PduChannel pdus;
+    private final String description;
+    /** Type "random" (0b10 in the top two bits, RFC 7143 section 11.12.5) and 40 random bits. */
+    private final long isid = 0x80L << 40 | (ThreadLocalRandom.current().nextLong() & 0xffffffffffL);
+    private boolean transit;
+    private int expCmdSn = 1;
+    private int maxCmdSn = 1;
+    private int statSn = -1;
+
+    LoginRound(PduChannel pdus, String description) {
+        this.pdus = pdus;
+        this.description = description;
+    }
+
+    /** Whether the target's last answer moved to the next stage. */
+    boolean transit() {
+        return transit;
+    }
+
+    int expCmdSn() {
+        return expCmdSn;
+    }
+
+    int maxCmdSn() {
+        return maxCmdSn;
+    }
+
+    /** Sends {@code keys} in stage {@code csg}, asking to move on to {@code nsg} if {@code transitRequested}. */
+    Map<String, String> send(int csg, boolean transitRequested, int nsg, String... keys) throws IOException {
+        StringBuilder text = new StringBuilder();
+        for (String k : keys) {
+            text.append(k).append('\0');
+        }
+        byte[] data = text.toString().getBytes(StandardCharsets.UTF_8);
+        ByteBuffer h = ByteBuffer.allocate(Bhs.LENGTH);
+        Bhs.startRequest(h, Bhs.OP_LOGIN | Bhs.IMMEDIATE,
+                (transitRequested ? Bhs.FINAL : 0) | csg << 2 | (transitRequested ? nsg : 0));
+        Bhs.putDataSegmentLength(h, data.length);
+        Bhs.putNewSessionIsid(h, isid);
+        Bhs.putItt(h, LOGIN_ITT);
+        Bhs.putCmdSn(h, expCmdSn);
+        Bhs.putExpStatSn(h, statSn + 1);
+        pdus.send(h, ByteBuffer.wrap(data), 0, data.length);
+
+        ByteBuffer r = ByteBuffer.allocate(Bhs.LENGTH);
+        pdus.readHeader(r);
+        int op = Bhs.opcode(r);
+        if (op != Bhs.OP_LOGIN_RESPONSE) {
+            throw new IscsiLoginException(description + ": expected a Login Response, got opcode 0x"
+                    + Integer.toHexString(op), -1, -1);
+        }
+        int dsl = Bhs.dataSegmentLength(r);
+        ByteBuffer body = ByteBuffer.allocate(PduChannel.paddedLength(dsl));
+        pdus.readPadded(body, dsl);
+        int statusClass = Bhs.loginStatusClass(r);
+        int statusDetail = Bhs.loginStatusDetail(r);
+        statSn = Bhs.statSn(r);
+        expCmdSn = Bhs.expCmdSn(r);
+        maxCmdSn = Bhs.maxCmdSn(r);
+        if (statusClass != 0) {
+            throw new IscsiLoginException(description + ": login refused: " + statusText(statusClass, statusDetail),
+                    statusClass, statusDetail);
+        }
+        transit = (Bhs.flags(r) & Bhs.FINAL) != 0;
+        Map<String, String> answer = new LinkedHashMap<>();
+        for (String pair : new String(body.array(), 0, dsl, StandardCharsets.UTF_8).split("\0")) {
+            int eq = pair.indexOf('=');
+            if (eq > 0) {
+                answer.put(pair.substring(0, eq), pair.substring(eq + 1));
+            }
+        }
+        return answer;
+    }
+
+    /** The refusal in words, with the likely fix. */
+    private static String statusText(int cls, int detail) {
+        String code = String.format(" (status 0x%02x%02x)", cls, detail);
+        if (cls == 2) {
+            return switch (detail) {
+                case 1 -> "authentication failed" + code + "; check the CHAP user and secret";
+                case 2 -> "this initiator is not authorized" + code + "; check the target's allowed initiators";
+                case 3 -> "no such target" + code + "; check the target name (iscsi-ls -s iscsi://HOST:PORT/ lists them)";
+                case 4 -> "the target was removed" + code;
+                default -> "initiator error" + code;
+            };
+        }
+        if (cls == 1) {
+            return "the target redirects elsewhere" + code + "; this initiator does not follow redirections";
+        }
+        return "target error" + code + "; see the target's log";
+    }
+}
