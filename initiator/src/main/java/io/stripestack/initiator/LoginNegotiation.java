@@ -45,7 +45,7 @@ final class LoginNegotiation {
         int targetMrdsl = number(operational, "MaxRecvDataSegmentLength", 8192);
         IscsiInitiator.Negotiated negotiated = new IscsiInitiator.Negotiated(immediate, initialR2t, targetMrdsl,
                 maxBurst, firstBurst);
-        sequence.open(round.expCmdSn(), round.maxCmdSn());
+        sequence.open(round.expCmdSn(), round.maxCmdSn(), round.statSn());
         log.debug("{}: logged in, {}", description, negotiated);
         return negotiated;
     }

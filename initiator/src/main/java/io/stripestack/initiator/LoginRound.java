@@ -39,6 +39,11 @@ final class LoginRound {
         return transit;
     }
 
+    /** The StatSN of the last Login Response. */
+    int statSn() {
+        return statSn;
+    }
+
     int expCmdSn() {
         return expCmdSn;
     }

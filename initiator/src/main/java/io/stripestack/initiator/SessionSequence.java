@@ -16,10 +16,15 @@ final class SessionSequence {
     private int maxCmdSn;
     private volatile int expStatSn;
 
-    /** Takes the window the target announced in its last Login Response. */
-    synchronized void open(int firstCmdSn, int maxCmdSn) {
+    /**
+     * Takes the window the target announced in its last Login Response, and the status after that
+     * response's StatSN as the first one expected (RFC 7143 section 11.13.4: the StatSN of the final login
+     * response counts).
+     */
+    synchronized void open(int firstCmdSn, int maxCmdSn, int loginStatSn) {
         this.cmdSn = firstCmdSn;
         this.maxCmdSn = maxCmdSn;
+        this.expStatSn = loginStatSn + 1;
     }
 
     /**
