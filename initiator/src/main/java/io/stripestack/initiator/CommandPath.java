@@ -84,7 +84,7 @@ final class CommandPath {
         }
         TaskSlot t = slots.acquire();
         try {
-            t.start(data, length);
+            t.start(data, length, read);
             boolean write = !read && data != null;
             int immediate = 0;
             int unsolicitedEnd = 0;
@@ -143,7 +143,7 @@ final class CommandPath {
         lifecycle.ensureOpen();
         TaskSlot t = slots.acquire();
         try {
-            t.start(null, 0);
+            t.start(null, 0, false);
             ByteBuffer h = t.commandHeader;
             Bhs.startRequest(h, Bhs.OP_LOGOUT | Bhs.IMMEDIATE, Bhs.FINAL); // reason code 0: close the session
             Bhs.putItt(h, t.itt);

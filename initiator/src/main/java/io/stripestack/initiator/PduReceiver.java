@@ -83,6 +83,10 @@ final class PduReceiver {
         int offset = Bhs.bufferOffset(h);
         updateWindow(h);
         TaskSlot t = slots.forItt(itt);
+        if (t != null && !t.acceptsDataIn && dsl > 0) {
+            throw new IOException("Data-In with " + dsl + " bytes for ITT 0x" + Integer.toHexString(itt)
+                    + ", a command that reads nothing: the target may not write into the data being sent");
+        }
         if (t == null || t.buffer == null || offset < 0 || (long) offset + dsl > t.length) {
             if (t != null) {
                 throw new IOException("Data-In for bytes " + offset + "+" + dsl + " outside the " + t.length

@@ -32,6 +32,8 @@ final class TaskSlot {
     ByteBuffer buffer;
     int base;
     int length;
+    /** Whether the command reads: only then may Data-In fill {@link #buffer} (a write's buffer is the caller's data). */
+    boolean acceptsDataIn;
     // guarded by this
     private boolean done;
     private int response;
@@ -65,10 +67,14 @@ final class TaskSlot {
         itt = generation << SLOT_BITS | slot;
     }
 
-    /** Owner: clears the last outcome and opens the slot to the reader for a command on {@code buffer}. */
-    void start(ByteBuffer buffer, int length) {
+    /**
+     * Owner: clears the last outcome and opens the slot to the reader for a command on {@code buffer}, which
+     * Data-In may fill only if {@code reads}.
+     */
+    void start(ByteBuffer buffer, int length, boolean reads) {
         synchronized (this) {
             this.buffer = buffer;
+            this.acceptsDataIn = reads;
             this.base = buffer == null ? 0 : buffer.position();
             this.length = length;
             done = false;
