@@ -109,7 +109,7 @@ public final class ConfigLoader {
         int firstBurst = ServerDefaults.FIRST_BURST_LENGTH;
         boolean immediateData = ServerDefaults.IMMEDIATE_DATA;
         boolean initialR2T = ServerDefaults.INITIAL_R2T;
-        int nopIn = 10;
+        int nopIn = ServerDefaults.NOP_IN_INTERVAL_SECONDS;
         Path admin = dataDir.resolve("stripestack.sock");
         Portal metrics = null;
         long readaheadBudget = 64L << 20;

@@ -22,6 +22,8 @@ public final class ServerDefaults {
     public static final long MIN_BUDGET = 64L << 10;
     public static final long MAX_BUDGET = 1L << 36;
     public static final int MAX_CONNECTIONS = 256;
+    /** Seconds of silence on a connection before the target pings it with a NOP-In (0: never). */
+    public static final int NOP_IN_INTERVAL_SECONDS = 10;
     public static final int AUTH_FAILURE_DELAY_MILLIS = 1000;
 
     private ServerDefaults() {

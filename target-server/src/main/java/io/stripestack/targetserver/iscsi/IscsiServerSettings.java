@@ -127,7 +127,7 @@ public final class IscsiServerSettings {
         private long dataInPerSession = ServerDefaults.DATA_IN_PER_SESSION;
         private int maxConnections = ServerDefaults.MAX_CONNECTIONS;
         private Duration authFailureDelay = Duration.ofMillis(ServerDefaults.AUTH_FAILURE_DELAY_MILLIS);
-        private Duration nopInInterval = Duration.ofSeconds(30);
+        private Duration nopInInterval = Duration.ofSeconds(ServerDefaults.NOP_IN_INTERVAL_SECONDS);
         private Duration loginTimeout = Duration.ofSeconds(15);
         private Duration drainTimeout = Duration.ofSeconds(10);
         private boolean headerDigestAllowed = true;
@@ -174,7 +174,7 @@ public final class IscsiServerSettings {
         public Builder maxConnections(int connections) { this.maxConnections = connections; return this; }
         /** First delay of a failed CHAP login's answer (default 1 s; zero disables). */
         public Builder authFailureDelay(Duration delay) { this.authFailureDelay = Objects.requireNonNull(delay); return this; }
-        /** Idle time before a NOP-In ping (default 30 s; zero disables; a second silent interval drops the connection). */
+        /** Idle time before a NOP-In ping (default {@link ServerDefaults#NOP_IN_INTERVAL_SECONDS} s, as a configured server; zero disables; a second silent interval drops the connection). */
         public Builder nopInInterval(Duration interval) { this.nopInInterval = Objects.requireNonNull(interval); return this; }
         /** Time allowed from TCP connect to full feature phase (default 15 s). */
         public Builder loginTimeout(Duration timeout) { this.loginTimeout = Objects.requireNonNull(timeout); return this; }
