@@ -43,6 +43,11 @@ public final class Md1Superblock {
      * array has a write-intent bitmap or a partial parity log, never both.
      */
     public static final int FEATURE_PPL = 1024;
+    /**
+     * feature_map bit: the partial parity log area holds several log units one after another
+     * (MD_FEATURE_MULTIPLE_PPLS), so a reader walks it instead of reading only its first header.
+     */
+    public static final int FEATURE_MULTIPLE_PPLS = 2048;
     private static final int FIXED_BYTES = 256;
     private static final int MAX_ROLES = (BLOCK_BYTES - FIXED_BYTES) / 2;
 

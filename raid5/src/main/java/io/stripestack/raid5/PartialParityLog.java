@@ -57,8 +57,10 @@ final class PartialParityLog {
         int dataSize;
         /** Roles the update writes (bit per role): flushed before the next header replaces this one's. */
         long membersWritten;
-        /** Set under the member log's monitor once the unit holding this row is durable. */
+        /** Set under the member log's monitor once the unit holding this row is durable, or failed. */
         boolean logged;
+        /** Set with {@link #logged} when the unit could not be written for a reason other than the member failing. */
+        boolean failed;
 
         Row(ByteBuffer pp) {
             this.pp = pp;
@@ -135,6 +137,16 @@ final class PartialParityLog {
         this.areaRestarts = stats.counter("ppl_area_restarts");
     }
 
+    /**
+     * The feature bits of an array with this log: the log, and, since units are written one after another
+     * through the area, md's multiple-PPL bit, which the kernel also sets for an area of at least two
+     * 128 KiB units and their headers.
+     */
+    static int featureBits(Md1Superblock sb) {
+        return Md1Superblock.FEATURE_PPL
+                | (sb.pplSize * 512L >= 2L * (128 * 1024 + PplHeader.BYTES) ? Md1Superblock.FEATURE_MULTIPLE_PPLS : 0);
+    }
+
     static long areaOffset(Md1Superblock sb) {
         return (sb.superOffsetSectors + sb.pplOffset) * 512;
     }
@@ -163,15 +175,21 @@ final class PartialParityLog {
     /**
      * Makes {@code row}'s entry durable in its parity member's log; returns when it is, or when that
      * member failed (then it is faulty and the row's parity is not written). Pair with {@link #done}.
+     *
+     * @throws IOException when the unit could not be written otherwise; the row then must not touch the
+     *                     members, and is not to be paired with {@link #done}
      */
-    void log(Row row) {
+    void log(Row row) throws IOException {
         MemberLog log = logs[row.parityRole];
         int taken;
         int offset;
         long lapFlush = 0;
+        BlockDevice device;
+        boolean fresh;
         boolean interrupted = false;
         synchronized (log) {
             row.logged = false;
+            row.failed = false;
             log.waiting.addLast(row);
             while (!row.logged && (log.writing || log.waiting.peekFirst() != row)) {
                 try {
@@ -184,6 +202,9 @@ final class PartialParityLog {
                 if (interrupted) {
                     Thread.currentThread().interrupt();
                 }
+                if (row.failed) {
+                    throw new IOException(name + ": the partial parity log unit holding this write failed; see the log");
+                }
                 return;
             }
             taken = 0;
@@ -195,8 +216,9 @@ final class PartialParityLog {
                 log.batch[taken++] = next;
             }
             log.writing = true;
-            BlockDevice device = members.roles[log.role].device;
-            if (device != log.device) {
+            device = members.roles[log.role].device;
+            fresh = device != log.device;
+            if (fresh) {
                 log.device = device;
                 log.nextOffset = 0;
             }
@@ -218,20 +240,30 @@ final class PartialParityLog {
         }
         long written = 0;
         int unitBytes = 0;
+        boolean ok = false;
         try {
             flushMembers(lapFlush);
-            unitBytes = writeUnit(log, taken, offset);
+            if (fresh) {
+                clearArea(log.role, device);
+            }
+            unitBytes = writeUnit(log, taken, offset, device);
             for (int i = 0; i < taken; i++) {
                 written |= log.batch[i].membersWritten;
             }
+            ok = true;
         } finally {
             synchronized (log) {
                 log.writing = false;
-                log.nextOffset = offset + unitBytes;
-                log.lapMembers |= written;
-                log.rowsInFlight += taken;
+                if (ok) {
+                    log.nextOffset = offset + unitBytes;
+                    log.lapMembers |= written;
+                    log.rowsInFlight += taken;
+                } else {
+                    log.device = null;    // the area's state is unknown: start it afresh next time
+                }
                 for (int i = 0; i < taken; i++) {
                     log.batch[i].logged = true;
+                    log.batch[i].failed = !ok;
                     log.batch[i] = null;
                 }
                 log.notifyAll();
@@ -239,6 +271,22 @@ final class PartialParityLog {
             if (interrupted) {
                 Thread.currentThread().interrupt();
             }
+        }
+        if (row.failed) {
+            throw new IOException(name + ": the partial parity log unit holding this write failed; see the log");
+        }
+    }
+
+    /**
+     * Zeroes the log area of a device that takes the log over (a rebuilt member, or the first unit of this
+     * run): units a former life of the device left there, with the same signature, must never be replayed.
+     */
+    private void clearArea(int role, BlockDevice device) {
+        ByteBuffer zeros = ByteBuffer.allocate(areaBytes);
+        try {
+            device.writeDurable(areaOffset, zeros);
+        } catch (IOException e) {
+            members.memberFailed(role, device, e);
         }
     }
 
@@ -253,7 +301,7 @@ final class PartialParityLog {
     }
 
     /** Writes the batch's unit at {@code offset} of the area, durably; returns its bytes. */
-    private int writeUnit(MemberLog log, int taken, int offset) {
+    private int writeUnit(MemberLog log, int taken, int offset, BlockDevice device) {
         ByteBuffer unit = log.unit;
         PplHeader.begin(unit, signature, log.generation);
         int at = PplHeader.BYTES;
@@ -268,8 +316,6 @@ final class PartialParityLog {
             PplHeader.addEntry(unit, r.dataSector, r.ppSize, r.dataSize, r.parityRole, sum);
         }
         PplHeader.seal(unit, log.crc);
-        MemberSet.Member m = members.roles[log.role];
-        BlockDevice device = m.device;
         try {
             device.writeDurable(areaOffset + offset, unit.duplicate().position(0).limit(at));
             unitsWritten.increment();

@@ -110,7 +110,7 @@ public final class Raid5Array extends MeteredBlockDevice {
                 : recordsLog ? ConsistencyPolicy.PPL : ConsistencyPolicy.BITMAP;
         this.startRecovery = recordsLog && !template.isClean() ? replayLog(template, options) : "";
         if (consistencyPolicy != ConsistencyPolicy.PPL) {
-            template.featureMap &= ~Md1Superblock.FEATURE_PPL;
+            template.featureMap &= ~(Md1Superblock.FEATURE_PPL | Md1Superblock.FEATURE_MULTIPLE_PPLS);
         } else if (!recordsLog) {
             template.featureMap = (template.featureMap & ~Md1Superblock.FEATURE_BITMAP) | Md1Superblock.FEATURE_PPL;
             PartialParityLog.place(template);

@@ -620,7 +620,12 @@ final class RowUpdater {
     /** {@link #runWrites} once the entry is durable in the partial parity log. */
     private void runLoggedWrites(StampedLock rowLock, MemberIoExecutor.Batch writes, long row, PartialParityLog log,
                                  PartialParityLog.Row entry) throws IOException {
-        log.log(entry);
+        try {
+            log.log(entry);
+        } catch (IOException | RuntimeException e) {
+            writes.clear();
+            throw e;
+        }
         try {
             runWrites(rowLock, writes, row);
         } finally {

@@ -113,7 +113,7 @@ final class Superblocks {
             template.pplSize = placement.pplSize;
             template.featureMap |= Md1Superblock.FEATURE_PPL;
         } else {
-            template.featureMap &= ~Md1Superblock.FEATURE_PPL;
+            template.featureMap &= ~(Md1Superblock.FEATURE_PPL | Md1Superblock.FEATURE_MULTIPLE_PPLS);
         }
         partialParityLog = on;
         writeLocked(false);
@@ -212,7 +212,7 @@ final class Superblocks {
         boolean rebuilding = m.role >= 0 && m.state == Raid5Status.MemberState.REBUILDING;
         sb.featureMap = (rebuilding ? Md1Superblock.FEATURE_RECOVERY_OFFSET : 0)
                 | (bitmap != null ? Md1Superblock.FEATURE_BITMAP : 0)
-                | (partialParityLog ? Md1Superblock.FEATURE_PPL : 0);
+                | (partialParityLog ? PartialParityLog.featureBits(t) : 0);
         sb.bitmapOffset = bitmap != null ? WriteIntentBitmap.OFFSET_SECTORS : 0;
         sb.recoveryOffset = rebuilding ? geo.sectors(recoveryCheckpointRows) : 0;
         try {

@@ -71,7 +71,7 @@ class PartialParityLogTest {
         }
         String sb = examine(paths.get(1));
         // mdadm --examine names the log's place (its --detail of an assembled array says "Consistency Policy : ppl")
-        assertEquals("0x400", field(sb, "Feature Map"), sb);
+        assertEquals("0xc00", field(sb, "Feature Map"), sb);   // the log, units one after another
         assertEquals("clean", field(sb, "State"), sb);
         assertTrue(field(sb, "PPL").startsWith("2032 sectors at offset 8 sectors from superblock"), sb);
         assertFalse(sb.contains("Internal Bitmap"), sb);
