@@ -95,7 +95,10 @@ final class PartialParityLog {
         int nextOffset;
         /** Roles the rows logged since the area last started over wrote: flushed before it starts over again. */
         long lapMembers;
-        /** The device the units since the area last started over went to: a new one (a rebuilt member) starts over. */
+        /**
+         * The device whose area this log writes, emptied when it took the log over (at open, or as a rebuilt
+         * member); another device there is emptied before its first unit.
+         */
         BlockDevice device;
         long generation;
 
@@ -278,16 +281,23 @@ final class PartialParityLog {
     }
 
     /**
-     * Zeroes the log area of a device that takes the log over (a rebuilt member, or the first unit of this
-     * run): units a former life of the device left there, with the same signature, must never be replayed.
+     * Empties the log area of a device that takes the log over (a rebuilt member): units a former life of
+     * the device left there, with the same signature, must never be replayed.
      */
     private void clearArea(int role, BlockDevice device) {
-        ByteBuffer zeros = ByteBuffer.allocate(areaBytes);
         try {
-            device.writeDurable(areaOffset, zeros);
+            device.writeDurable(areaOffset, emptyArea());
         } catch (IOException e) {
             members.memberFailed(role, device, e);
         }
+    }
+
+    /** A whole log area: an empty header, zeros after it (md writes the same at every start). */
+    private ByteBuffer emptyArea() {
+        ByteBuffer area = ByteBuffer.allocate(areaBytes).order(ByteOrder.LITTLE_ENDIAN);
+        PplHeader.begin(area, signature, 0);
+        PplHeader.seal(area, new CRC32C());
+        return area;
     }
 
     /** The row's member writes are done (or failed). */
@@ -521,16 +531,16 @@ final class PartialParityLog {
      * of an earlier run is ever taken for a current one; spares get one too, for when they take a role.
      */
     void writeEmptyHeaders() {
-        ByteBuffer area = ByteBuffer.allocate(areaBytes).order(ByteOrder.LITTLE_ENDIAN);
-        PplHeader.begin(area, signature, 0);
-        PplHeader.seal(area, new CRC32C());
+        ByteBuffer area = emptyArea();
         for (MemberSet.Member m : members.roles) {
             if (m.device == null || !m.holdsRole()) {
                 continue;
             }
             try {
-                m.device.write(areaOffset, area.clear());
-                m.device.flush();
+                m.device.writeDurable(areaOffset, area.clear());
+                synchronized (logs[m.role]) {
+                    logs[m.role].device = m.device;   // emptied: its first unit need not empty it again
+                }
             } catch (IOException e) {
                 members.memberFailed(m.role, m.device, e);
             }

@@ -70,11 +70,14 @@ final class RowUpdater {
      * held exclusively only while members are written.
      */
     void process(StampedLock rowLock, RowWrite[] batch, int count, CallerContext ctx) throws IOException {
-        // counted before the log is read, so a switch to ppl that finds no count has no unlogged update left
-        unloggedUpdates.incrementAndGet();
         PartialParityLog log = ppl;
-        if (log != null) {
-            unloggedUpdates.decrementAndGet();
+        if (log == null) {
+            // counted, then read again: a switch to ppl that finds no count has no unlogged update left
+            unloggedUpdates.incrementAndGet();
+            log = ppl;
+            if (log != null) {
+                unloggedUpdates.decrementAndGet();
+            }
         }
         try {
             processLogged(rowLock, batch, count, ctx, log);
