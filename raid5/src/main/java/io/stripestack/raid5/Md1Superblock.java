@@ -48,6 +48,16 @@ public final class Md1Superblock {
      * (MD_FEATURE_MULTIPLE_PPLS), so a reader walks it instead of reading only its first header.
      */
     public static final int FEATURE_MULTIPLE_PPLS = 2048;
+    /**
+     * feature_map bit: a reshape is under way (MD_FEATURE_RESHAPE_ACTIVE); {@link #reshapePosition},
+     * {@link #deltaDisks}, {@link #newLevel}, {@link #newLayout} and {@link #newChunkSectors} describe it, and
+     * {@link #raidDisks} is already the new member count.
+     */
+    public static final int FEATURE_RESHAPE_ACTIVE = 4;
+    /** feature_map bit: the reshape runs from the end towards the start (MD_FEATURE_RESHAPE_BACKWARDS); never written here. */
+    public static final int FEATURE_RESHAPE_BACKWARDS = 64;
+    /** feature_map bit: {@link #newOffset} is valid, the new geometry's data starts elsewhere (MD_FEATURE_NEW_OFFSET). */
+    public static final int FEATURE_NEW_OFFSET = 128;
     private static final int FIXED_BYTES = 256;
     private static final int MAX_ROLES = (BLOCK_BYTES - FIXED_BYTES) / 2;
 
@@ -80,6 +90,15 @@ public final class Md1Superblock {
     /** Length of the partial parity log area in sectors (16 bits); meaningful with {@link #FEATURE_PPL}. */
     public int pplSize;
     public int devNumber;
+    /** With {@link #FEATURE_RESHAPE_ACTIVE}: array sectors already in the new geometry (md's reshape_position). */
+    public long reshapePosition;
+    /** New member count minus the old one (signed); meaningful with {@link #FEATURE_RESHAPE_ACTIVE}. */
+    public int deltaDisks;
+    public int newLevel = 5;
+    public int newLayout;
+    public int newChunkSectors;
+    /** Sectors to add to {@link #dataOffsetSectors} for the new geometry (signed); with {@link #FEATURE_NEW_OFFSET}. */
+    public int newOffset;
     public byte[] deviceUuid = new byte[16];
     /** Bad-block log: entries' sector and length are in units of {@code 1 << bblogShift} sectors. */
     public int bblogShift;
@@ -130,6 +149,10 @@ public final class Md1Superblock {
         return (featureMap & FEATURE_RECOVERY_OFFSET) != 0;
     }
 
+    public boolean isReshaping() {
+        return (featureMap & FEATURE_RESHAPE_ACTIVE) != 0;
+    }
+
     /** Whether {@link #resyncOffset} says the array was shut down cleanly. */
     public boolean isClean() {
         return resyncOffset == RESYNC_DONE;
@@ -154,6 +177,12 @@ public final class Md1Superblock {
         c.pplOffset = pplOffset;
         c.pplSize = pplSize;
         c.devNumber = devNumber;
+        c.reshapePosition = reshapePosition;
+        c.deltaDisks = deltaDisks;
+        c.newLevel = newLevel;
+        c.newLayout = newLayout;
+        c.newChunkSectors = newChunkSectors;
+        c.newOffset = newOffset;
         c.deviceUuid = deviceUuid.clone();
         c.bblogShift = bblogShift;
         c.bblogSize = bblogSize;
@@ -173,7 +202,7 @@ public final class Md1Superblock {
         ByteBuffer b = ByteBuffer.allocate(BLOCK_BYTES).order(ByteOrder.LITTLE_ENDIAN);
         b.putInt(0, MAGIC);
         b.putInt(4, 1);                 // major_version
-        b.putInt(8, featureMap);        // bitmap or PPL, and recovery offset, at most: no reshape, no bad blocks
+        b.putInt(8, featureMap);        // bitmap or PPL, recovery offset, reshape: never bad blocks
         b.put(16, setUuid);
         byte[] name = setName.getBytes(StandardCharsets.UTF_8);
         b.put(32, name, 0, Math.min(32, name.length));
@@ -189,9 +218,14 @@ public final class Md1Superblock {
         } else {
             b.putInt(96, bitmapOffset);
         }
-        b.putInt(100, level);           // new_level: same as level when no reshape is in progress
-        b.putInt(116, layout);          // new_layout
-        b.putInt(120, chunkSectors);    // new_chunk
+        boolean reshaping = isReshaping();
+        // md keeps new_level/new_layout/new_chunk equal to the current ones when no reshape is in progress
+        b.putInt(100, reshaping ? newLevel : level);
+        b.putLong(104, reshaping ? reshapePosition : 0);
+        b.putInt(112, reshaping ? deltaDisks : 0);
+        b.putInt(116, reshaping ? newLayout : layout);
+        b.putInt(120, reshaping ? newChunkSectors : chunkSectors);
+        b.putInt(124, (featureMap & FEATURE_NEW_OFFSET) != 0 ? newOffset : 0);
         b.putLong(128, dataOffsetSectors);
         b.putLong(136, dataSizeSectors);
         b.putLong(144, superOffsetSectors);
@@ -270,6 +304,12 @@ public final class Md1Superblock {
         } else {
             sb.bitmapOffset = b.getInt(96);
         }
+        sb.newLevel = b.getInt(100);
+        sb.reshapePosition = b.getLong(104);
+        sb.deltaDisks = b.getInt(112);
+        sb.newLayout = b.getInt(116);
+        sb.newChunkSectors = b.getInt(120);
+        sb.newOffset = b.getInt(124);
         sb.devNumber = b.getInt(160);
         b.get(168, sb.deviceUuid);
         sb.bblogShift = Byte.toUnsignedInt(b.get(185));

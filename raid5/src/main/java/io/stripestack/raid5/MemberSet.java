@@ -79,6 +79,11 @@ final class MemberSet {
      * bitmap writer, which must not take the state lock, can walk it.
      */
     final List<Member> spares = new CopyOnWriteArrayList<>();
+    /**
+     * The members a running reshape grows onto (see {@link Reshaper}): not spares, not yet roles of this
+     * geometry; their superblocks are written with the others'. Changed under the state lock.
+     */
+    final List<Member> reshapeTargets = new CopyOnWriteArrayList<>();
     /** Devices of replaced members, closed with the array; guarded by the state lock. */
     final List<BlockDevice> retired = new ArrayList<>();
     /** Role of the one faulty, missing or rebuilding member, or -1. Written under the state lock. */
@@ -264,7 +269,7 @@ final class MemberSet {
 
     /** If degraded with a spare and no rebuild running, makes the spare the rebuilding member. */
     void startRecoveryLocked() {
-        if (failed || closed || failedRole < 0 || spares.isEmpty()) {
+        if (failed || closed || failedRole < 0 || spares.isEmpty() || !reshapeTargets.isEmpty()) {
             return;
         }
         Member slot = roles[failedRole];
@@ -396,6 +401,9 @@ final class MemberSet {
             }
             for (Member s : spares) {
                 devices.add(s.device);
+            }
+            for (Member t : reshapeTargets) {
+                devices.add(t.device);
             }
             devices.addAll(retired);
         }

@@ -8,6 +8,8 @@ import io.stripestack.blockdev.MeteredBlockDevice;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.LongConsumer;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -59,37 +61,36 @@ public final class Raid5Array extends MeteredBlockDevice {
             "parity_mismatches", "read_errors_corrected", "ppl_writes", "ppl_bytes", "ppl_rows", "ppl_area_restarts");
 
     private final String name;
-    private final StripeGeometry geo;
     private final int blockSize;
-    private final Geometry ioHints;
     private final List<String> assemblyProblems;
     private final boolean cleanAtOpen;
-    /** Switched by {@link #setConsistencyPolicy} under {@link #policySwitch}. */
-    private volatile ConsistencyPolicy consistencyPolicy;
+    private final Raid5Options options;
     private final Object policySwitch = new Object();
-    private final RowUpdater updater;
-    /** What the partial parity log's replay did at open, or empty when there was none. */
-    private final String startRecovery;
-    private final StripeCache cache;
-    private final MemberIoExecutor io;
-    private final MemberSet members;
-    private final Superblocks superblocks;
-    private final WriteScheduler writes;
-    private final ReadPath reads;
-    private final SyncEngine sync;
+    /**
+     * The parts of the current geometry. Replaced only by a finished reshape, while {@link #reshape} is set and
+     * its gate holds every request out; the volatile write that clears {@link #reshape} publishes it, so I/O
+     * pays one volatile read ({@link #reshape}) and none for this field.
+     */
+    private ArrayParts parts;
+    /** The running reshape, or null: the only volatile read on the I/O path. */
+    private volatile Reshaper reshape;
+    /** Told the new size when a reshape has grown the array; see {@link #addCapacityListener}. */
+    private final List<LongConsumer> capacityListeners = new CopyOnWriteArrayList<>();
 
     /**
      * Opens an array whose superblock facts were checked by the caller ({@link #create} or
-     * {@link Raid5Assembler}), marks it active in the superblocks (events + 1) and starts its threads.
+     * {@link Raid5Assembler}), marks it active in the superblocks (events + 1) and starts its threads. A
+     * template whose superblocks say a reshape is under way opens the old geometry over the first roles and
+     * resumes the reshape onto the others from its checkpoint.
      */
     Raid5Array(Md1Superblock template, MemberSet.Member[] roles, List<MemberSet.Member> spareMembers,
                long resumeRecoveryRows, WriteIntentBitmap loadedBitmap, Raid5Options options,
                List<String> assemblyProblems) throws IOException {
         super(template.setName);
-        this.geo = StripeGeometry.of(template);
         this.name = template.setName;
         this.assemblyProblems = List.copyOf(assemblyProblems);
         this.cleanAtOpen = template.isClean();
+        this.options = options;
         int block = 512;
         for (MemberSet.Member m : roles) {
             if (m.device != null) {
@@ -97,101 +98,22 @@ public final class Raid5Array extends MeteredBlockDevice {
             }
         }
         this.blockSize = block;
-        this.ioHints = geo.ioHints();
-        this.cache = new StripeCache(geo.members, geo.chunk, options.stripeCacheRows() > 0 ? options.stripeCacheRows()
-                : defaultStripeCacheRows(geo.members, geo.chunk));
         // Registration order is the order status and the Prometheus text list the counters in.
         for (String counter : LAYER_COUNTERS) {
             stats.counter(counter);
         }
-        this.members = new MemberSet(name, geo, roles, spareMembers, resumeRecoveryRows);
-        boolean recordsLog = template.hasPpl();
-        this.consistencyPolicy = options.consistencyPolicy() != null ? options.consistencyPolicy()
-                : recordsLog ? ConsistencyPolicy.PPL : ConsistencyPolicy.BITMAP;
-        this.startRecovery = recordsLog && !template.isClean() ? replayLog(template, options) : "";
-        if (consistencyPolicy != ConsistencyPolicy.PPL) {
-            template.featureMap &= ~(Md1Superblock.FEATURE_PPL | Md1Superblock.FEATURE_MULTIPLE_PPLS);
-        } else if (!recordsLog) {
-            template.featureMap = (template.featureMap & ~Md1Superblock.FEATURE_BITMAP) | Md1Superblock.FEATURE_PPL;
-            PartialParityLog.place(template);
+        if (template.isReshaping()) {
+            Reshaper.Resume resume = Reshaper.resume(name, template, roles, options);
+            this.parts = new ArrayParts(name, blockSize, stats, resume.oldTemplate(), resume.oldRoles(), spareMembers,
+                    resume.targets(), 0, null, resume.oldOptions());
+            this.reshape = new Reshaper(this, parts, resume.oldTemplate(), resume.targets(), resume.positionSectors(),
+                    resume.newOffsetSectors(), options);
+            reshape.start();
         } else {
-            // never into md's bad-block log, whatever the recorded size says
-            template.pplSize = (int) Math.min(template.pplSize, WriteIntentBitmap.roomBeforeData(template) / 512);
+            this.parts = new ArrayParts(name, blockSize, stats, template, roles, spareMembers, List.of(),
+                    resumeRecoveryRows, loadedBitmap, options);
+            parts.sync.start();
         }
-        PartialParityLog ppl = null;
-        if (consistencyPolicy == ConsistencyPolicy.PPL) {
-            String why = PartialParityLog.whyNot(template);
-            if (why != null) {
-                members.closeRoleDevices();
-                throw new IllegalArgumentException(name + ": " + why);
-            }
-            ppl = new PartialParityLog(name, geo, members, template, blockSize, stats);
-            ppl.writeEmptyHeaders();
-        }
-        WriteIntentBitmap bitmap = consistencyPolicy != ConsistencyPolicy.BITMAP ? null
-                : loadedBitmap != null ? loadedBitmap
-                : geo.members <= 64 ? WriteIntentBitmap.create(template, options.bitmapChunkBytes()) : null;
-        if (bitmap == null && consistencyPolicy == ConsistencyPolicy.BITMAP) {
-            consistencyPolicy = ConsistencyPolicy.RESYNC;   // no room for a bitmap before the data
-        }
-        this.superblocks = new Superblocks(name, geo, template, bitmap, ppl != null, members);
-        int threads = options.ioThreads() > 0 ? options.ioThreads() : MemberIoExecutor.defaultThreads(geo.members);
-        this.io = new MemberIoExecutor(name, threads);
-        Xor xor = Xor.best();
-        this.updater = new RowUpdater(geo, members, superblocks, cache, io, xor, stats, ppl, blockSize);
-        this.writes = new WriteScheduler(name, geo, updater, ByteBuffer.allocateDirect(geo.chunk),
-                stats.counter("held_writes"));
-        this.reads = new ReadPath(name, geo, members, writes, io, xor, stats, options.checkParityOnReads());
-        this.sync = new SyncEngine(name, geo, members, superblocks, writes, updater, io, xor, stats, template,
-                bitmap != null && bitmap == loadedBitmap);
-        members.connect(superblocks, sync);
-        superblocks.connect(sync);
-        superblocks.startBitmapDaemon();
-        synchronized (members.lock) {
-            superblocks.writeLocked(false);
-        }
-        if (members.failed) {
-            io.close();
-            members.closeRoleDevices();
-            throw new MediumErrorException(name + ": could not update the superblocks of the members; see the log", 0, true);
-        }
-        LOG.info("{}: raid5 {} members, {} KiB chunk, {}, {} bytes, {}; consistency policy {}; xor {}; stripe cache {} "
-                        + "rows; {} I/O threads", name, geo.members, geo.chunk / 1024, geo.layout.mdName(), geo.size,
-                members.failedRole < 0 ? "clean" : "DEGRADED", consistencyPolicy.mdName(), xor.name(),
-                cache.capacity(), threads);
-        sync.start();
-    }
-
-    /**
-     * Replays the partial parity log of an array that was not shut down cleanly, before anything else
-     * touches the members. When every present member's log was intact, the rows that were in flight have
-     * consistent parity again and the array counts as clean (md does the same): no resync, and a degraded
-     * start is safe. Otherwise the usual rules for a dirty array apply.
-     */
-    private String replayLog(Md1Superblock template, Raid5Options options) throws IOException {
-        PartialParityLog.Recovery r;
-        try {
-            r = new PartialParityLog(name, geo, members, template, blockSize, stats).recover();
-            members.flush();
-        } catch (IOException | RuntimeException e) {
-            members.closeRoleDevices();
-            throw e;
-        }
-        String what = "partial parity log replayed at start: " + r.describe();
-        if (r.clean()) {
-            template.resyncOffset = Md1Superblock.RESYNC_DONE;
-            LOG.warn("{}: was not shut down cleanly; {}; parity is consistent, no resync needed", name, what);
-        } else if (members.failedRole >= 0 && !options.startDirtyDegraded()) {
-            members.closeRoleDevices();
-            throw new Raid5AssembleException("cannot start " + name + ": it was not shut down cleanly, is degraded, "
-                    + "and the partial parity log of a member is unreadable, so rows being written at the crash may "
-                    + "have parity that does not match their data (the RAID-5 write hole). Bring the missing member "
-                    + "back if you can; otherwise start it anyway with start_dirty_degraded and check the data "
-                    + "written last", List.of(what));
-        } else {
-            LOG.warn("{}: was not shut down cleanly; {}; a resync follows", name, what);
-        }
-        return what;
     }
 
     // ----------------------------------------------------------------------------------------- create
@@ -265,7 +187,7 @@ public final class Raid5Array extends MeteredBlockDevice {
 
     @Override
     public long size() {
-        return geo.size;
+        return current().geo.size;
     }
 
     @Override
@@ -275,7 +197,7 @@ public final class Raid5Array extends MeteredBlockDevice {
 
     @Override
     public Geometry geometry() {
-        return ioHints;
+        return current().ioHints;
     }
 
     /** In range and block-aligned, and the array still open. */
@@ -288,15 +210,19 @@ public final class Raid5Array extends MeteredBlockDevice {
     @Override
     protected void readBlocks(long offset, ByteBuffer dst) throws IOException {
         int length = dst.remaining();
-        if (length > 0) {
-            reads.read(offset, dst, dst.position(), length);
+        Reshaper r = reshape;
+        if (length > 0 && (r == null || !r.read(offset, dst, dst.position(), length))) {
+            parts.reads.read(offset, dst, dst.position(), length);
         }
         dst.position(dst.limit());
     }
 
     @Override
     protected void writeBlocks(long offset, ByteBuffer src) throws IOException {
-        writes.write(offset, src, src.position(), src.remaining());
+        Reshaper r = reshape;
+        if (r == null || !r.write(offset, src, src.position(), src.remaining())) {
+            parts.writes.write(offset, src, src.position(), src.remaining());
+        }
         src.position(src.limit());
     }
 
@@ -318,14 +244,20 @@ public final class Raid5Array extends MeteredBlockDevice {
      */
     @Override
     protected void discardBlocks(long offset, long length) throws IOException {
-        writes.discard(offset, length);
+        Reshaper r = reshape;
+        if (r == null || !r.write(offset, null, 0, Math.toIntExact(length))) {
+            parts.writes.discard(offset, length);
+        }
     }
 
     /** Flushes every active member (data and parity); a member whose flush fails is marked faulty. */
     @Override
     protected void flushDevice() throws IOException {
         checkOpen();
-        members.flush();
+        Reshaper r = reshape;
+        if (r == null || !r.flush()) {
+            parts.members.flush();
+        }
     }
 
     /**
@@ -334,27 +266,33 @@ public final class Raid5Array extends MeteredBlockDevice {
      */
     @Override
     public void close() throws IOException {
-        if (members.closed) {
+        Reshaper r = reshape;
+        if (r != null) {
+            r.stop();   // records the position reached; the superblocks keep saying reshape
+            r.flush();
+        }
+        ArrayParts p = current();
+        if (p.members.closed) {
             return;
         }
-        members.closed = true;
-        sync.stop();
-        superblocks.stopBitmapDaemon();
+        p.members.closed = true;
+        p.sync.stop();
+        p.superblocks.stopBitmapDaemon();
         IOException first = null;
         try {
-            if (!members.failed) {
-                long rowsBeforeFlush = members.recoveredRows;
-                members.flush();
-                synchronized (members.lock) {
-                    superblocks.closeCleanLocked(rowsBeforeFlush,
-                            members.failedRole >= 0 || sync.resyncPendingLocked());
+            if (!p.members.failed) {
+                long rowsBeforeFlush = p.members.recoveredRows;
+                p.members.flush();
+                synchronized (p.members.lock) {
+                    p.superblocks.closeCleanLocked(rowsBeforeFlush,
+                            p.members.failedRole >= 0 || p.sync.resyncPendingLocked());
                 }
             }
         } catch (IOException e) {
             first = e;
         }
-        io.close();
-        for (BlockDevice d : members.allDevices()) {
+        p.io.close();
+        for (BlockDevice d : p.members.allDevices()) {
             try {
                 d.close();
             } catch (IOException e) {
@@ -369,7 +307,101 @@ public final class Raid5Array extends MeteredBlockDevice {
     }
 
     private void checkOpen() throws IOException {
-        members.checkOpen();
+        current().members.checkOpen();
+    }
+
+    /** The parts of the current geometry, for the controls (reading {@link #reshape} first publishes them). */
+    private ArrayParts current() {
+        Reshaper r = reshape;
+        return parts;
+    }
+
+    // ----------------------------------------------------------------------------------------- reshape
+
+    /**
+     * Grows the array onto its first spares to {@code raidDevices} members, online (md's {@code raid_disks}
+     * attribute, {@code mdadm --grow --raid-devices}): the data moves to the new geometry in the background,
+     * resumable after a crash, and when it is done {@link #size()} grows and the capacity listeners are told.
+     * A partial parity log is not compatible with a reshape (as in md): the policy is resync while it runs and
+     * ppl again after it.
+     *
+     * @throws IllegalArgumentException or {@link IllegalStateException} saying why it cannot start (degraded, too
+     *                                  few spares, a sync action running, a bitmap, no room to move the data offset)
+     */
+    public void setRaidDevices(int raidDevices) throws IOException {
+        synchronized (policySwitch) {
+            checkOpen();
+            if (reshape != null) {
+                throw new IllegalStateException(name + ": a reshape to " + reshape.newMemberCount()
+                        + " members is already running");
+            }
+            ArrayParts p = parts;
+            if (raidDevices == p.geo.members) {
+                return;
+            }
+            Md1Superblock template;
+            synchronized (p.members.lock) {
+                template = p.superblocks.templateCopyLocked();
+            }
+            boolean hadPpl = p.consistencyPolicy == ConsistencyPolicy.PPL;
+            if (hadPpl) {
+                LOG.info("{}: ppl is not compatible with reshape (as in md): consistency policy resync while it runs",
+                        name);
+                switchPolicyLocked(ConsistencyPolicy.RESYNC);
+            }
+            Raid5Options after = hadPpl ? options.withConsistencyPolicy(ConsistencyPolicy.PPL) : options;
+            Reshaper r;
+            try {
+                r = Reshaper.begin(this, p, template, raidDevices, after);
+            } catch (RuntimeException e) {
+                if (hadPpl) {
+                    switchPolicyLocked(ConsistencyPolicy.PPL);
+                }
+                throw e;
+            }
+            reshape = r;
+            r.start();
+        }
+    }
+
+    /** md's raid_disks: the member count, the new one while a reshape runs. */
+    public int raidDevices() {
+        Reshaper r = reshape;
+        return r != null ? r.newMemberCount() : parts.geo.members;
+    }
+
+    /**
+     * Registers {@code listener} to be told the new size in bytes after a reshape has grown the array (the SCSI
+     * layer raises CAPACITY DATA HAS CHANGED from it). Called on the reshape thread.
+     */
+    public void addCapacityListener(LongConsumer listener) {
+        capacityListeners.add(listener);
+    }
+
+    /**
+     * Waits until no reshape runs (finished, or stopped: see {@link #syncProgress()}).
+     *
+     * @return false if the time ran out first
+     */
+    public boolean awaitReshape(long timeout, TimeUnit unit) throws InterruptedException {
+        Reshaper r = reshape;
+        return r == null || r.await(timeout, unit);
+    }
+
+    /** Builds the parts of a finished reshape's geometry and makes them the array's; the reshape gate is closed. */
+    void installParts(Md1Superblock template, MemberSet.Member[] roles, List<MemberSet.Member> spares,
+                      Raid5Options newOptions) throws IOException {
+        parts = new ArrayParts(name, blockSize, stats, template, roles, spares, List.of(), 0, null, newOptions);
+    }
+
+    /** The reshape is over: the new parts serve every request, their sync starts, the listeners learn the size. */
+    void reshapeDone() {
+        ArrayParts p = parts;
+        reshape = null;
+        p.sync.start();
+        for (LongConsumer listener : capacityListeners) {
+            listener.accept(p.geo.size);
+        }
     }
 
     // ----------------------------------------------------------------------------------------- controls
@@ -385,37 +417,39 @@ public final class Raid5Array extends MeteredBlockDevice {
 
     /** Sets the longest hold of a partial row write (see {@link WriteScheduler}); for tests. */
     void setWriteHoldNanos(long nanos) {
-        writes.setHoldNanos(nanos);
+        current().writes.setHoldNanos(nanos);
     }
 
     public int stripeCacheSize() {
-        return cache.capacity();
+        return current().cache.capacity();
     }
 
     /** Rows the stripe cache holds memory for right now (md's stripe_cache_active). */
     public int stripeCacheActive() {
-        return cache.allocated();
+        return current().cache.allocated();
     }
 
     /** Sets the stripe cache capacity in rows (1..32768); shrinking frees unpinned rows at once. */
     public void setStripeCacheSize(int rows) {
-        cache.setCapacity(rows);
+        ArrayParts p = current();
+        p.cache.setCapacity(rows);
         LOG.info("{}: stripe cache size set to {} rows ({} KiB each)", name, rows,
-                (long) geo.chunk * geo.members / 1024);
+                (long) p.geo.chunk * p.geo.members / 1024);
     }
 
     public boolean checkParityOnReads() {
-        return reads.checkParityOnReads();
+        return current().reads.checkParityOnReads();
     }
 
     public void setCheckParityOnReads(boolean enabled) {
-        reads.setCheckParityOnReads(enabled);
+        current().reads.setCheckParityOnReads(enabled);
         LOG.info("{}: check_parity_on_reads {}", name, enabled ? "on" : "off");
     }
 
     /** Marks member {@code role} faulty as if it had returned an I/O error (operator action, like mdadm --fail). */
     public void failMember(int role) throws IOException {
-        members.failMember(role);
+        // during a reshape a failure stops it (it does not run degraded); the old geometry keeps serving
+        current().members.failMember(role);
     }
 
     /**
@@ -427,7 +461,7 @@ public final class Raid5Array extends MeteredBlockDevice {
      * @throws IllegalArgumentException naming the device when it is too small or its block size does not fit
      */
     public void addSpare(BlockDevice device) throws IOException {
-        members.addSpare(device, blockSize);
+        current().members.addSpare(device, blockSize);
     }
 
     /**
@@ -437,25 +471,26 @@ public final class Raid5Array extends MeteredBlockDevice {
      * @throws IllegalStateException when the member is active or being rebuilt (fail it first)
      */
     public void removeMember(int role) throws IOException {
-        members.removeMember(role);
+        current().members.removeMember(role);
     }
 
     public Raid5Status status() {
         List<Raid5Status.Member> roles;
         List<String> spareNames;
         long events;
-        synchronized (members.lock) {
-            events = superblocks.events();
-            roles = members.describeRolesLocked();
-            spareNames = members.spareNamesLocked();
+        ArrayParts p = current();
+        synchronized (p.members.lock) {
+            events = p.superblocks.events();
+            roles = p.members.describeRolesLocked();
+            spareNames = p.members.spareNamesLocked();
         }
-        return new Raid5Status(name, members.health(), roles, events, geo.size, geo.chunk, geo.layout,
-                spareNames, syncProgress(), sync.mismatchCount(), consistencyPolicy, startRecovery);
+        return new Raid5Status(name, p.members.health(), roles, events, p.geo.size, p.geo.chunk, p.geo.layout,
+                spareNames, syncProgress(), p.sync.mismatchCount(), p.consistencyPolicy, p.startRecovery);
     }
 
     /** How this array keeps parity consistent across a crash (md's consistency_policy). */
     public ConsistencyPolicy consistencyPolicy() {
-        return consistencyPolicy;
+        return current().consistencyPolicy;
     }
 
     /**
@@ -471,45 +506,55 @@ public final class Raid5Array extends MeteredBlockDevice {
     public void setConsistencyPolicy(ConsistencyPolicy policy) throws IOException {
         synchronized (policySwitch) {
             checkOpen();
-            ConsistencyPolicy current = consistencyPolicy;
-            if (policy == current) {
-                return;
+            if (reshape != null) {
+                throw new IllegalStateException(name + ": a reshape is running; the policy is resync until it is done "
+                        + "(ppl is not compatible with reshape)");
             }
-            if (policy == ConsistencyPolicy.BITMAP || current == ConsistencyPolicy.BITMAP) {
-                throw new IllegalArgumentException(name + ": switching between " + current.mdName() + " and "
-                        + policy.mdName() + " needs a restart with consistency_policy " + policy.mdName()
-                        + " (the write-intent bitmap and the partial parity log share the space after the superblock);"
-                        + " on a running array ppl and resync switch");
-            }
-            if (policy == ConsistencyPolicy.PPL) {
-                String[] why = new String[1];
-                Md1Superblock placement;
-                synchronized (members.lock) {
-                    placement = superblocks.partialParityLogPlacementLocked(why);
-                }
-                if (placement == null) {
-                    throw new IllegalArgumentException(name + ": " + why[0]);
-                }
-                PartialParityLog log = new PartialParityLog(name, geo, members, placement, blockSize, stats);
-                log.writeEmptyHeaders();
-                updater.switchLog(log);
-                synchronized (members.lock) {
-                    superblocks.switchPartialParityLogLocked(true, placement);
-                }
-            } else {
-                synchronized (members.lock) {
-                    superblocks.switchPartialParityLogLocked(false, null);
-                }
-                updater.switchLog(null);
-            }
-            consistencyPolicy = policy;
-            LOG.info("{}: consistency policy {} (was {})", name, policy.mdName(), current.mdName());
+            switchPolicyLocked(policy);
         }
+    }
+
+    /** Switches the consistency policy; the caller holds the policy lock. */
+    private void switchPolicyLocked(ConsistencyPolicy policy) throws IOException {
+        ArrayParts p = parts;
+        ConsistencyPolicy current = p.consistencyPolicy;
+        if (policy == current) {
+            return;
+        }
+        if (policy == ConsistencyPolicy.BITMAP || current == ConsistencyPolicy.BITMAP) {
+            throw new IllegalArgumentException(name + ": switching between " + current.mdName() + " and "
+                    + policy.mdName() + " needs a restart with consistency_policy " + policy.mdName()
+                    + " (the write-intent bitmap and the partial parity log share the space after the superblock);"
+                    + " on a running array ppl and resync switch");
+        }
+        if (policy == ConsistencyPolicy.PPL) {
+            String[] why = new String[1];
+            Md1Superblock placement;
+            synchronized (p.members.lock) {
+                placement = p.superblocks.partialParityLogPlacementLocked(why);
+            }
+            if (placement == null) {
+                throw new IllegalArgumentException(name + ": " + why[0]);
+            }
+            PartialParityLog log = new PartialParityLog(name, p.geo, p.members, placement, blockSize, stats);
+            log.writeEmptyHeaders();
+            p.updater.switchLog(log);
+            synchronized (p.members.lock) {
+                p.superblocks.switchPartialParityLogLocked(true, placement);
+            }
+        } else {
+            synchronized (p.members.lock) {
+                p.superblocks.switchPartialParityLogLocked(false, null);
+            }
+            p.updater.switchLog(null);
+        }
+        p.consistencyPolicy = policy;
+        LOG.info("{}: consistency policy {} (was {})", name, policy.mdName(), current.mdName());
     }
 
     /** What recovery the array did at open before serving (the partial parity log's replay), or empty. */
     public String startRecovery() {
-        return startRecovery;
+        return current().startRecovery;
     }
 
     /** Problems assemble found and worked around (stale, foreign or missing members); empty when none. */
@@ -523,25 +568,25 @@ public final class Raid5Array extends MeteredBlockDevice {
     }
 
     public int chunkBytes() {
-        return geo.chunk;
+        return current().geo.chunk;
     }
 
     /** The smallest device that can be a member or spare: data offset + used member size, in bytes. */
     public long memberBytes() {
-        return geo.memberBytes();
+        return current().geo.memberBytes();
     }
 
     public int memberCount() {
-        return geo.members;
+        return current().geo.members;
     }
 
     public Raid5Layout layout() {
-        return geo.layout;
+        return current().geo.layout;
     }
 
     /** The set UUID as mdadm prints it. */
     public String uuid() {
-        return superblocks.uuid();
+        return current().superblocks.uuid();
     }
 
     /**
@@ -552,14 +597,16 @@ public final class Raid5Array extends MeteredBlockDevice {
      * @throws IOException when the resync cannot complete (degraded, failed or closed array)
      */
     public void resync() throws IOException {
-        sync.resync();
+        refuseWhileReshaping("resync");
+        current().sync.resync();
     }
 
     // ----------------------------------------------------------------------------------------- sync
 
     /** md's sync_action: what the sync thread is doing ("idle", "frozen", "resync", "recover", "check", "repair"). */
     public String syncAction() {
-        return sync.action();
+        Reshaper r = reshape;
+        return r != null ? r.progress().action() : parts.sync.action();
     }
 
     /**
@@ -573,35 +620,37 @@ public final class Raid5Array extends MeteredBlockDevice {
      * @throws IllegalStateException    when the action is not possible now, saying why
      */
     public void setSyncAction(String action) {
-        sync.setAction(action);
+        refuseWhileReshaping(action);
+        current().sync.setAction(action);
     }
 
     /** Progress of the running sync action; see {@link SyncProgress}. */
     public SyncProgress syncProgress() {
-        return sync.progress();
+        Reshaper r = reshape;
+        return r != null ? r.progress() : parts.sync.progress();
     }
 
     /** md's mismatch_cnt: 512-byte sectors found inconsistent by the last check or repair (8 per 4 KiB page). */
     public long mismatchCount() {
-        return sync.mismatchCount();
+        return current().sync.mismatchCount();
     }
 
     /** md's sync_speed_min in KiB/s: the sync runs at least this fast even with foreground I/O. */
     public int syncSpeedMin() {
-        return sync.speedMin();
+        return current().sync.speedMin();
     }
 
     public void setSyncSpeedMin(int kibPerSecond) {
-        sync.setSpeedMin(kibPerSecond);
+        current().sync.setSpeedMin(kibPerSecond);
     }
 
     /** md's sync_speed_max in KiB/s: the sync never runs faster. */
     public int syncSpeedMax() {
-        return sync.speedMax();
+        return current().sync.speedMax();
     }
 
     public void setSyncSpeedMax(int kibPerSecond) {
-        sync.setSpeedMax(kibPerSecond);
+        current().sync.setSpeedMax(kibPerSecond);
     }
 
     /**
@@ -610,11 +659,26 @@ public final class Raid5Array extends MeteredBlockDevice {
      * @return false if the time ran out first
      */
     public boolean awaitSyncIdle(long timeout, TimeUnit unit) throws InterruptedException {
-        return sync.awaitIdle(timeout, unit);
+        long deadline = System.nanoTime() + unit.toNanos(timeout);
+        if (!awaitReshape(timeout, unit)) {
+            return false;
+        }
+        timeout = Math.max(0, deadline - System.nanoTime());
+        unit = TimeUnit.NANOSECONDS;
+        return current().sync.awaitIdle(timeout, unit);
+    }
+
+    private void refuseWhileReshaping(String action) {
+        Reshaper r = reshape;
+        if (r != null) {
+            throw new IllegalStateException(name + ": cannot " + action + " while a reshape to " + r.newMemberCount()
+                    + " members runs (md's sync_action says reshape); wait for it to finish");
+        }
     }
 
     @Override
     public String toString() {
+        StripeGeometry geo = current().geo;
         return "Raid5Array[" + name + ", " + geo.members + " members, " + geo.chunk / 1024 + "K chunk, "
                 + geo.layout.mdName() + "]";
     }

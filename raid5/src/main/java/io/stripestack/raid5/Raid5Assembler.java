@@ -105,13 +105,14 @@ public final class Raid5Assembler {
                         + setName + "; it is not used -- remove it from the member list");
                 continue;
             }
-            if (sb.events < ref.events) {
+            boolean reshapeStep = reshapeStepBehind(sb, ref);
+            if (sb.events < ref.events && !reshapeStep) {
                 problems.add(d.name() + ": is stale (events " + sb.events + " < " + ref.events
                         + "): it missed writes made while it was away; it is not used -- rebuild onto it as a new "
                         + "member, or remove it from the list");
                 continue;
             }
-            if (d.size() < needed || sb.dataOffsetSectors != ref.dataOffsetSectors) {
+            if (d.size() < needed || (sb.dataOffsetSectors != ref.dataOffsetSectors && !reshapeStep)) {
                 problems.add(d.name() + ": is " + d.size() + " bytes with data offset " + sb.dataOffsetSectors
                         + " sectors; the array needs " + needed + " bytes with data offset " + ref.dataOffsetSectors
                         + " -- the file was truncated or altered; it is not used");
@@ -285,6 +286,20 @@ public final class Raid5Assembler {
             }
         }
         return best;
+    }
+
+    /**
+     * Whether a member one event behind the newest superblock missed only a reshape's superblock update (its
+     * start, a checkpoint or its end): the data every superblock describes is on it (a reshape flushes the
+     * members before each such update), so it is current. mdadm allows the same margin of one event.
+     */
+    private static boolean reshapeStepBehind(Md1Superblock sb, Md1Superblock ref) {
+        if (sb.events + 1 != ref.events || !(sb.isReshaping() || ref.isReshaping())) {
+            return false;
+        }
+        long sbOffset = sb.dataOffsetSectors + (sb.isReshaping() ? sb.newOffset : 0);
+        long refOffset = ref.dataOffsetSectors + (ref.isReshaping() ? ref.newOffset : 0);
+        return sbOffset == refOffset || sb.dataOffsetSectors == ref.dataOffsetSectors;
     }
 
     private static void checkSupported(Md1Superblock ref, String member) throws Raid5AssembleException {

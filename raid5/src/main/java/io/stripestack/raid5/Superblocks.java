@@ -119,6 +119,48 @@ final class Superblocks {
         writeLocked(false);
     }
 
+    /**
+     * Records a reshape to {@code raidDevices} members at position 0 on every member: md's reshape fields,
+     * the reshape-active and new-offset feature bits, and the targets' new roles. The template keeps the old
+     * member count (this geometry's); the superblocks say the new one, as md's do.
+     */
+    void beginReshapeLocked(int raidDevices, long newOffsetDelta, List<MemberSet.Member> targets) {
+        template.featureMap |= Md1Superblock.FEATURE_RESHAPE_ACTIVE | Md1Superblock.FEATURE_NEW_OFFSET;
+        template.deltaDisks = raidDevices - geo.members;
+        template.newLevel = template.level;
+        template.newLayout = template.layout;
+        template.newChunkSectors = template.chunkSectors;
+        template.newOffset = (int) newOffsetDelta;
+        template.reshapePosition = 0;
+        for (int i = 0; i < targets.size(); i++) {
+            template.devRoles[targets.get(i).devNumber] = geo.members + i;
+        }
+        writeLocked(false);
+    }
+
+    /** A copy of the array-wide superblock fields. */
+    Md1Superblock templateCopyLocked() {
+        return template.copy();
+    }
+
+    /** Records that the reshape has moved {@code arraySectors} of the array (md's reshape_position). */
+    void reshapePositionLocked(long arraySectors) {
+        template.reshapePosition = arraySectors;
+        writeLocked(false);
+    }
+
+    /** The template of the finished reshape's geometry: the new member count and data offset, no reshape. */
+    Md1Superblock finishReshapeLocked() {
+        Md1Superblock t = template.copy();
+        t.raidDisks = geo.members + t.deltaDisks;
+        t.dataOffsetSectors += t.newOffset;
+        t.featureMap &= ~(Md1Superblock.FEATURE_RESHAPE_ACTIVE | Md1Superblock.FEATURE_NEW_OFFSET);
+        t.deltaDisks = 0;
+        t.newOffset = 0;
+        t.reshapePosition = 0;
+        return t;
+    }
+
     /** A new dev_roles entry with the spare role; returns its device number. */
     int addSpareDeviceLocked() {
         int devNumber = template.devRoles.length;
@@ -190,6 +232,12 @@ final class Superblocks {
                 newlyFailed.add(m);
             }
         }
+        for (MemberSet.Member target : members.reshapeTargets) {
+            if (!writeSuperblock(t, target)) {
+                // the reshape writes this device next and stops on the same error; nothing is served from it yet
+                LOG.error("{}: the reshape target {} lost its superblock", name, target.displayName);
+            }
+        }
         for (MemberSet.Member spare : members.spares) {
             if (!writeSuperblock(t, spare)) {
                 members.spares.remove(spare);
@@ -212,7 +260,11 @@ final class Superblocks {
         boolean rebuilding = m.role >= 0 && m.state == Raid5Status.MemberState.REBUILDING;
         sb.featureMap = (rebuilding ? Md1Superblock.FEATURE_RECOVERY_OFFSET : 0)
                 | (bitmap != null ? Md1Superblock.FEATURE_BITMAP : 0)
-                | (partialParityLog ? PartialParityLog.featureBits(t) : 0);
+                | (partialParityLog ? PartialParityLog.featureBits(t) : 0)
+                | (t.featureMap & (Md1Superblock.FEATURE_RESHAPE_ACTIVE | Md1Superblock.FEATURE_NEW_OFFSET));
+        if (t.isReshaping()) {
+            sb.raidDisks = t.raidDisks + t.deltaDisks;   // md records the new count during a reshape
+        }
         sb.bitmapOffset = bitmap != null ? WriteIntentBitmap.OFFSET_SECTORS : 0;
         sb.recoveryOffset = rebuilding ? geo.sectors(recoveryCheckpointRows) : 0;
         try {

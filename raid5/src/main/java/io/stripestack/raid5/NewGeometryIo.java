@@ -1,0 +1,131 @@
+package io.stripestack.raid5;
+
+import io.stripestack.blockdev.BlockDevice;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
+/**
+ * Reads and writes of the part of a reshaping array that is already in the new geometry (below the
+ * reshape checkpoint), and the mover's writes of whole new rows. A healthy array only (a reshape does not
+ * run degraded): reads go straight from the data member into the caller's buffer; a write reads the rest of
+ * each row it touches, puts the new data in, recomputes the row's parity and writes the touched chunks and
+ * the parity. No stripe cache: this path lives only while a reshape runs; the finished array gets the
+ * standard parts ({@link ArrayParts}) for its new geometry.
+ *
+ * <p>Concurrency: any number of threads. Row updates of one row are serialized by one of
+ * {@value #ROW_LOCKS} striped monitors (a row hashes to one); reads take no lock (a read racing a write of
+ * the same blocks may see either, as on any block device). Each thread has its own row and parity buffers
+ * ({@link ThreadLocal}, allocated on its first row update).
+ */
+final class NewGeometryIo {
+    private static final int ROW_LOCKS = 64;
+
+    private final StripeGeometry geo;
+    /** The members by role in the new geometry. */
+    private final BlockDevice[] devices;
+    private final Xor xor;
+    private final Object[] rowLocks = new Object[ROW_LOCKS];
+    private final ThreadLocal<RowBuffers> buffers;
+
+    /** Per-thread scratch of one row: its data chunks, then its parity chunk. */
+    private static final class RowBuffers {
+        final ByteBuffer row;
+        final ByteBuffer[] sources;
+        final int[] sourceIndex;
+
+        RowBuffers(StripeGeometry geo) {
+            row = ByteBuffer.allocateDirect(geo.rowBytes + geo.chunk).order(ByteOrder.nativeOrder());
+            sources = new ByteBuffer[geo.dataDisks];
+            sourceIndex = new int[geo.dataDisks];
+            for (int i = 0; i < geo.dataDisks; i++) {
+                sources[i] = row;
+                sourceIndex[i] = i * geo.chunk;
+            }
+        }
+    }
+
+    NewGeometryIo(StripeGeometry geo, BlockDevice[] devices, Xor xor) {
+        this.geo = geo;
+        this.devices = devices;
+        this.xor = xor;
+        for (int i = 0; i < ROW_LOCKS; i++) {
+            rowLocks[i] = new Object();
+        }
+        this.buffers = ThreadLocal.withInitial(() -> new RowBuffers(geo));
+    }
+
+    StripeGeometry geometry() {
+        return geo;
+    }
+
+    /** Reads {@code length} array bytes at {@code offset} into {@code dst} from {@code dstIndex}. */
+    void read(long offset, ByteBuffer dst, int dstIndex, int length) throws IOException {
+        while (length > 0) {
+            long row = offset / geo.rowBytes;
+            int inRow = (int) (offset % geo.rowBytes);
+            int index = inRow >>> geo.chunkShift;
+            int inChunk = inRow & (geo.chunk - 1);
+            int n = Math.min(length, geo.chunk - inChunk);
+            devices[geo.dataMember(row, index)].read(geo.memberOffset(row) + inChunk, dst.slice(dstIndex, n));
+            offset += n;
+            dstIndex += n;
+            length -= n;
+        }
+    }
+
+    /**
+     * Writes {@code length} bytes of {@code src} from {@code srcIndex} at array {@code offset}, or zeros when
+     * {@code src} is null (a discard).
+     */
+    void write(long offset, ByteBuffer src, int srcIndex, int length) throws IOException {
+        while (length > 0) {
+            long row = offset / geo.rowBytes;
+            int inRow = (int) (offset % geo.rowBytes);
+            int n = (int) Math.min(length, geo.rowBytes - inRow);
+            synchronized (rowLocks[(int) (row % ROW_LOCKS)]) {
+                updateRow(row, inRow, src, srcIndex, n);
+            }
+            offset += n;
+            srcIndex += n;
+            length -= n;
+        }
+    }
+
+    /** Flushes every member of the new geometry. */
+    void flush() throws IOException {
+        for (BlockDevice d : devices) {
+            d.flush();
+        }
+    }
+
+    private void updateRow(long row, int inRow, ByteBuffer src, int srcIndex, int n) throws IOException {
+        RowBuffers b = buffers.get();
+        ByteBuffer buf = b.row;
+        int first = inRow >>> geo.chunkShift;
+        int last = (inRow + n - 1) >>> geo.chunkShift;
+        if (n < geo.rowBytes) {
+            read(row * geo.rowBytes, buf, 0, geo.rowBytes);
+        }
+        if (src != null) {
+            buf.put(inRow, src, srcIndex, n);
+        } else {
+            for (int i = 0; i < n; i++) {
+                buf.put(inRow + i, (byte) 0);
+            }
+        }
+        xor.xorAssign(buf, geo.rowBytes, b.sources, b.sourceIndex, geo.dataDisks, geo.chunk);
+        for (int index = first; index <= last; index++) {
+            devices[geo.dataMember(row, index)].write(geo.memberOffset(row), buf.slice(index * geo.chunk, geo.chunk));
+        }
+        devices[geo.parityMember(row)].write(geo.memberOffset(row), buf.slice(geo.rowBytes, geo.chunk));
+    }
+
+    /**
+     * Writes whole new row {@code row} from {@code data} (one row of array bytes from {@code dataIndex}):
+     * the reshape's copy, which needs no row lock because no request reaches rows being moved.
+     */
+    void writeWholeRow(long row, ByteBuffer data, int dataIndex) throws IOException {
+        updateRow(row, 0, data, dataIndex, geo.rowBytes);
+    }
+}

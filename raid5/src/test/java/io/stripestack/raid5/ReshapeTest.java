@@ -1,0 +1,306 @@
+package io.stripestack.raid5;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.stripestack.blockdev.BlockDevice;
+import io.stripestack.blockdev.ForwardingBlockDevice;
+import io.stripestack.blockdev.MemoryBlockDevice;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
+
+/** Growing an array by members online (md's reshape), and resuming it after a crash. */
+class ReshapeTest {
+    static final int CHUNK = 64 * 1024;
+    static final int ROWS = 24;
+    static final long DATA_OFFSET_SECTORS = 2048;
+    static final int BLOCK = 4096;
+
+    static MemoryBlockDevice device(String name) {
+        return new MemoryBlockDevice(name, (int) (DATA_OFFSET_SECTORS * 512) + ROWS * CHUNK, 512);
+    }
+
+    static Raid5Array create(List<? extends BlockDevice> members) throws IOException {
+        return Raid5Array.create(members, new Raid5Config("grow", CHUNK, Raid5Layout.LEFT_SYMMETRIC,
+                DATA_OFFSET_SECTORS), Raid5Options.defaults().withConsistencyPolicy(ConsistencyPolicy.RESYNC), true);
+    }
+
+    /** The pattern of block {@code b} at generation {@code g}: every byte depends on both. */
+    static void fill(ByteBuffer buf, long b, int g) {
+        for (int i = 0; i < BLOCK; i += 8) {
+            buf.putLong(i, b * 0x9E3779B97F4A7C15L + g * 0xBF58476D1CE4E5B9L + i);
+        }
+    }
+
+    static void writeBlock(Raid5Array a, long b, int g, ByteBuffer buf) throws IOException {
+        buf.clear();
+        fill(buf, b, g);
+        a.write(b * BLOCK, buf.clear());
+    }
+
+    static void assertBlock(Raid5Array a, long b, int g, ByteBuffer buf, ByteBuffer expected) throws IOException {
+        buf.clear();
+        a.read(b * BLOCK, buf);
+        expected.clear();
+        fill(expected, b, g);
+        assertEquals(expected.clear(), buf.clear(), "block " + b + " (generation " + g + ")");
+    }
+
+    /** Every row of every member's data area XORs to zero: parity is consistent, whatever the layout. */
+    static void assertParityConsistent(List<? extends BlockDevice> members) throws IOException {
+        ByteBuffer sbBlock = ByteBuffer.allocate(Md1Superblock.BLOCK_BYTES);
+        members.get(0).read(Md1Superblock.OFFSET_BYTES, sbBlock);
+        Md1Superblock sb = Md1Superblock.decode(sbBlock.flip(), "m0");
+        assertEquals(0, sb.featureMap & Md1Superblock.FEATURE_RESHAPE_ACTIVE, "still reshaping");
+        assertEquals(members.size(), sb.raidDisks);
+        int chunk = sb.chunkSectors * 512;
+        ByteBuffer acc = ByteBuffer.allocate(chunk);
+        ByteBuffer one = ByteBuffer.allocate(chunk);
+        for (long row = 0; row < sb.sizeSectors * 512 / chunk; row++) {
+            acc.clear();
+            for (int i = 0; i < chunk; i++) {
+                acc.put(i, (byte) 0);
+            }
+            for (BlockDevice m : members) {
+                one.clear();
+                m.read(sb.dataOffsetSectors * 512 + row * chunk, one);
+                for (int i = 0; i < chunk; i++) {
+                    acc.put(i, (byte) (acc.get(i) ^ one.get(i)));
+                }
+            }
+            for (int i = 0; i < chunk; i++) {
+                if (acc.get(i) != 0) {
+                    throw new AssertionError("row " + row + " parity inconsistent at byte " + i);
+                }
+            }
+        }
+    }
+
+    @Test
+    void growsThreeToFourToFiveUnderAVerifyingLoad() throws Exception {
+        List<MemoryBlockDevice> members = new ArrayList<>(List.of(device("m0"), device("m1"), device("m2")));
+        try (Raid5Array a = create(members)) {
+            long oldBlocks = a.size() / BLOCK;
+            int[] generation = new int[(int) (ROWS * 4L * CHUNK / BLOCK)];
+            ByteBuffer buf = ByteBuffer.allocateDirect(BLOCK);
+            ByteBuffer expected = ByteBuffer.allocateDirect(BLOCK);
+            for (long b = 0; b < oldBlocks; b++) {
+                writeBlock(a, b, 1, buf);
+                generation[(int) b] = 1;
+            }
+            AtomicLong grown = new AtomicLong();
+            a.addCapacityListener(grown::set);
+            for (int target = 4; target <= 5; target++) {
+                MemoryBlockDevice spare = device("m" + (target - 1));
+                members.add(spare);
+                a.addSpare(spare);
+                long sizeBefore = a.size();
+                a.setSyncSpeedMin(1);
+                a.setSyncSpeedMax(1000);   // slow enough that the load overlaps every part of the reshape
+                a.setRaidDevices(target);
+                assertEquals(target, a.raidDevices());
+                assertThrows(IllegalStateException.class, () -> a.setSyncAction("check"));
+                assertTrue(a.status().mdstat().contains("reshape") || !a.syncProgress().running());
+                AtomicReference<Throwable> failure = new AtomicReference<>();
+                AtomicBoolean stop = new AtomicBoolean();
+                List<Thread> load = new ArrayList<>();
+                long blocks = sizeBefore / BLOCK;
+                for (int t = 0; t < 3; t++) {
+                    int seed = t;
+                    Thread th = new Thread(() -> {
+                        Random rnd = new Random(seed);
+                        ByteBuffer mine = ByteBuffer.allocateDirect(BLOCK);
+                        ByteBuffer exp = ByteBuffer.allocateDirect(BLOCK);
+                        try {
+                            while (!stop.get()) {
+                                // each thread owns the blocks b with b % 3 == seed, so it knows their generation
+                                long b = rnd.nextInt((int) (blocks / 3)) * 3L + seed;
+                                if (rnd.nextBoolean()) {
+                                    int g;
+                                    synchronized (generation) {
+                                        g = ++generation[(int) b];
+                                    }
+                                    writeBlock(a, b, g, mine);
+                                } else {
+                                    int g;
+                                    synchronized (generation) {
+                                        g = generation[(int) b];
+                                    }
+                                    assertBlock(a, b, g, mine, exp);
+                                }
+                            }
+                        } catch (Throwable e) {
+                            failure.compareAndSet(null, e);
+                        }
+                    });
+                    th.start();
+                    load.add(th);
+                }
+                assertTrue(a.awaitReshape(120, TimeUnit.SECONDS), "reshape did not finish");
+                stop.set(true);
+                for (Thread th : load) {
+                    th.join();
+                }
+                assertNull(failure.get(), () -> "load failed: " + failure.get());
+                assertEquals(target, a.memberCount());
+                assertEquals((long) (target - 1) * ROWS * CHUNK, a.size());
+                assertEquals(a.size(), grown.get());
+                assertEquals(Raid5Status.Health.CLEAN, a.status().health());
+                for (long b = 0; b < a.size() / BLOCK; b++) {
+                    if (b < blocks) {
+                        assertBlock(a, b, generation[(int) b], buf, expected);
+                    } else {
+                        buf.clear();
+                        a.read(b * BLOCK, buf);
+                        for (int i = 0; i < BLOCK; i++) {
+                            assertEquals(0, buf.get(i), "new space reads zeros at block " + b);
+                        }
+                    }
+                }
+                a.setSyncAction("check");
+                assertTrue(a.awaitSyncIdle(60, TimeUnit.SECONDS));
+                assertEquals(0, a.mismatchCount());
+                a.flush();
+                assertParityConsistent(members);
+                for (long b = blocks; b < a.size() / BLOCK; b++) {
+                    writeBlock(a, b, 1, buf);
+                    generation[(int) b] = 1;
+                }
+            }
+        }
+        try (Raid5Array again = Raid5Assembler.assemble(members, List.of(), Raid5Options.defaults())) {
+            assertEquals(5, again.memberCount());
+            assertTrue(again.wasCleanAtOpen());
+        }
+    }
+
+    @Test
+    void refusesWhatItCannotGrow() throws Exception {
+        List<MemoryBlockDevice> members = new ArrayList<>(List.of(device("m0"), device("m1"), device("m2")));
+        try (Raid5Array a = create(members)) {
+            IllegalStateException noSpare = assertThrows(IllegalStateException.class, () -> a.setRaidDevices(4));
+            assertTrue(noSpare.getMessage().contains("spare"), noSpare.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> a.setRaidDevices(2));
+            a.addSpare(device("s"));
+            a.failMember(1);
+            assertTrue(a.awaitSyncIdle(30, TimeUnit.SECONDS));   // the spare took the failed role
+            a.addSpare(device("t"));
+            a.failMember(2);
+            IllegalStateException degraded = assertThrows(IllegalStateException.class, () -> a.setRaidDevices(4));
+            assertTrue(degraded.getMessage().contains("degraded"), degraded.getMessage());
+        }
+        List<MemoryBlockDevice> small = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            small.add(new MemoryBlockDevice("s" + i, 16 * 512 + ROWS * CHUNK, 512));
+        }
+        try (Raid5Array a = Raid5Array.create(small.subList(0, 3), new Raid5Config("tight", CHUNK,
+                Raid5Layout.LEFT_SYMMETRIC, 16), Raid5Options.defaults(), true)) {
+            a.addSpare(small.get(3));
+            IllegalStateException room = assertThrows(IllegalStateException.class, () -> a.setRaidDevices(4));
+            assertTrue(room.getMessage().contains("data offset"), room.getMessage());
+        }
+    }
+
+    /** A member that stops taking writes at the crash: what it holds then is what a restart finds. */
+    static final class CrashingDevice extends ForwardingBlockDevice {
+        private final AtomicLong writesLeft;
+
+        CrashingDevice(BlockDevice below, AtomicLong writesLeft) {
+            super(below);
+            this.writesLeft = writesLeft;
+        }
+
+        @Override
+        public void write(long offset, ByteBuffer src) throws IOException {
+            if (writesLeft.decrementAndGet() < 0) {
+                throw new IOException("crashed");
+            }
+            super.write(offset, src);
+        }
+
+        @Override
+        public void writeDurable(long offset, ByteBuffer src) throws IOException {
+            write(offset, src);
+        }
+
+        @Override
+        public void close() {
+            // the memory stays for the restart
+        }
+    }
+
+    /**
+     * Grows a 3-member array holding generation {@code seed} to 4 and "crashes" after {@code budget} member
+     * writes of the reshape: later writes fail, and the array is abandoned. Returns the members' memory; with
+     * {@code writesMade} set to how many writes the reshape made before the crash (or in all).
+     */
+    static List<MemoryBlockDevice> reshapeUntilCrash(long budget, int seed, AtomicLong writesMade) throws Exception {
+        AtomicLong writesLeft = new AtomicLong(Long.MAX_VALUE);
+        List<MemoryBlockDevice> memory = new ArrayList<>();
+        List<BlockDevice> crashing = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            memory.add(device("m" + i));
+            crashing.add(new CrashingDevice(memory.get(i), writesLeft));
+        }
+        Raid5Array a = create(crashing.subList(0, 3));
+        ByteBuffer buf = ByteBuffer.allocateDirect(BLOCK);
+        for (long b = 0; b < a.size() / BLOCK; b++) {
+            writeBlock(a, b, seed, buf);
+        }
+        a.addSpare(crashing.get(3));
+        writesLeft.set(budget);
+        try {
+            a.setRaidDevices(4);
+            a.awaitReshape(60, TimeUnit.SECONDS);
+        } catch (IOException | RuntimeException crashedEarly) {
+            // the crash hit the superblock write that starts the reshape
+        }
+        writesMade.set(budget - Math.max(0, writesLeft.get()));
+        writesLeft.set(-1L << 40);
+        try {
+            a.close();   // every write fails now: nothing a clean close writes reaches the members
+        } catch (IOException expected) {
+            // crashed members
+        }
+        return memory;
+    }
+
+    @Test
+    void aCrashAtAnyPointResumesAndLosesNothing() throws Exception {
+        AtomicLong made = new AtomicLong();
+        reshapeUntilCrash(Long.MAX_VALUE / 2, 7, made);
+        long total = made.get();
+        assertTrue(total > 20, "the reshape wrote " + total + " times");
+        long oldBlocks = 2L * ROWS * CHUNK / BLOCK;
+        Random rnd = new Random(42);
+        for (int seed = 0; seed < 40; seed++) {
+            long budget = 1 + (long) (rnd.nextDouble() * total);
+            List<MemoryBlockDevice> memory = reshapeUntilCrash(budget, seed, made);
+            try (Raid5Array a = Raid5Assembler.assemble(memory, List.of(), Raid5Options.defaults())) {
+                assertTrue(a.awaitReshape(60, TimeUnit.SECONDS), "seed " + seed);
+                boolean grew = a.memberCount() == 4;
+                ByteBuffer buf = ByteBuffer.allocateDirect(BLOCK);
+                ByteBuffer expected = ByteBuffer.allocateDirect(BLOCK);
+                for (long b = 0; b < oldBlocks; b++) {
+                    assertBlock(a, b, seed, buf, expected);
+                }
+                assertTrue(a.awaitSyncIdle(60, TimeUnit.SECONDS));
+                a.flush();
+                assertParityConsistent(grew ? memory : memory.subList(0, 3));
+            } catch (AssertionError | RuntimeException | IOException e) {
+                throw new AssertionError("seed " + seed + ", crash after " + budget + " of " + total + " writes", e);
+            }
+        }
+    }
+}
