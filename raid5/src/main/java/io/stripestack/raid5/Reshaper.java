@@ -365,8 +365,9 @@ final class Reshaper {
             move();
         } catch (IOException | RuntimeException e) {
             stopReason = String.valueOf(e.getMessage());
-            LOG.error("{}: the reshape stopped at array byte {}: {}", name, safe, e.toString());
+            LOG.error("{}: the reshape stopped at array byte {}: {}", name, safeBytes(), e.toString());
             synchronized (gate) {
+                draining = false;   // a failed finish: requests get the error instead of waiting
                 gate.notifyAll();
             }
         } catch (InterruptedException e) {

@@ -106,8 +106,9 @@ class ReshapeTest {
                 members.add(spare);
                 a.addSpare(spare);
                 long sizeBefore = a.size();
-                a.setSyncSpeedMin(1);
-                a.setSyncSpeedMax(1000);   // slow enough that the load overlaps every part of the reshape
+                // slow enough that the load overlaps every part of the reshape (about 2 s)
+                a.setSyncSpeedMin(700);
+                a.setSyncSpeedMax(1000);
                 a.setRaidDevices(target);
                 assertEquals(target, a.raidDevices());
                 assertThrows(IllegalStateException.class, () -> a.setSyncAction("check"));

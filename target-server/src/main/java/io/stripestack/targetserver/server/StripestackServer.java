@@ -242,7 +242,14 @@ public final class StripestackServer implements Closeable {
         registry.register(name + "/array_state", ControlAttribute.readOnly(() -> array.status().health().name().toLowerCase()));
         registry.register(name + "/degraded", ControlAttribute.readOnly(() -> Long.toString(array.status().members()
                 .stream().filter(m -> m.state() != Raid5Status.MemberState.ACTIVE).count())));
-        registry.register(name + "/raid_disks", ControlAttribute.readOnly(() -> Integer.toString(array.memberCount())));
+        // writing it grows the array onto its spares (md's reshape); the member list in the YAML is not rewritten
+        registry.register(name + "/raid_disks", ControlAttribute.ofInt(array::raidDevices, count -> {
+            try {
+                array.setRaidDevices(count);
+            } catch (IOException e) {
+                throw new IllegalStateException(name + ": " + e.getMessage(), e);
+            }
+        }, 3, 64));
         registry.register(name + "/chunk_size", ControlAttribute.readOnly(() -> Integer.toString(array.chunkBytes())));
         registry.register(name + "/layout", ControlAttribute.readOnly(() -> array.layout().toString()));
         registry.register(name + "/uuid", ControlAttribute.readOnly(array::uuid));
