@@ -81,7 +81,10 @@ public final class Md1Superblock {
     public long superOffsetSectors = OFFSET_BYTES / 512;
     /** Sectors of this member's data area already rebuilt; meaningful with {@link #FEATURE_RECOVERY_OFFSET}. */
     public long recoveryOffset;
-    /** feature_map; this engine writes {@link #FEATURE_BITMAP} and {@link #FEATURE_RECOVERY_OFFSET}. */
+    /**
+     * feature_map; this engine writes {@link #FEATURE_BITMAP} or {@link #FEATURE_PPL}, {@link #FEATURE_RECOVERY_OFFSET},
+     * and {@link #FEATURE_RESHAPE_ACTIVE} with {@link #FEATURE_NEW_OFFSET} while a grow runs.
+     */
     public int featureMap;
     /** Sectors from the superblock to the write-intent bitmap (signed); meaningful with {@link #FEATURE_BITMAP}. */
     public int bitmapOffset;

@@ -35,6 +35,8 @@ import org.slf4j.LoggerFactory;
  *       {@link #failMember}, is marked faulty; its chunks are then rebuilt from the others on read and
  *       implied by parity on write; a second failure stops all I/O with {@link MediumErrorException}).
  *       Its state lock also guards the sync state and the superblocks.</li>
+ *   <li>{@link ArrayParts}: the parts above, for one geometry; {@link Reshaper}: md's grow by members, online
+ *       and resumable (the data moves to a new geometry; at the end a new set of parts replaces the old).</li>
  *   <li>{@link Superblocks}: the superblocks and the write-intent bitmap. {@link PartialParityLog}: md's
  *       partial parity log, replayed at open after a crash, written before every row update when the
  *       {@link ConsistencyPolicy} is ppl.</li>
@@ -343,6 +345,7 @@ public final class Raid5Array extends MeteredBlockDevice {
             synchronized (p.members.lock) {
                 template = p.superblocks.templateCopyLocked();
             }
+            Reshaper.checkCanGrow(p, template, raidDevices);   // before the policy switch below
             boolean hadPpl = p.consistencyPolicy == ConsistencyPolicy.PPL;
             if (hadPpl) {
                 LOG.info("{}: ppl is not compatible with reshape (as in md): consistency policy resync while it runs",

@@ -105,6 +105,32 @@ final class Reshaper {
      */
     static Reshaper begin(Raid5Array array, ArrayParts parts, Md1Superblock template, int raidDevices,
                           Raid5Options options) throws IOException {
+        MemberSet members = parts.members;
+        synchronized (members.lock) {
+            members.checkOpen();
+            long newOffset = checkCanGrow(parts, template, raidDevices);
+            StripeGeometry geo = parts.geo;
+            String name = template.setName;
+            int needed = raidDevices - geo.members;
+            List<MemberSet.Member> targets = new ArrayList<>();
+            for (int i = 0; i < needed; i++) {
+                targets.add(members.spares.remove(0));
+            }
+            members.reshapeTargets.addAll(targets);
+            parts.superblocks.beginReshapeLocked(raidDevices, newOffset - template.dataOffsetSectors, targets);
+            parts.sync.setAction("frozen");
+            LOG.info("{}: reshape to {} members started; data offset {} -> {} sectors", name, raidDevices,
+                    template.dataOffsetSectors, newOffset);
+            return new Reshaper(array, parts, template, targets, 0, newOffset, options);
+        }
+    }
+
+    /**
+     * Refuses, saying why, a grow of {@code parts}' array to {@code raidDevices} members that cannot run now;
+     * returns the new data offset in sectors. Called before anything changes (and again, under the state
+     * lock, by {@link #begin}).
+     */
+    static long checkCanGrow(ArrayParts parts, Md1Superblock template, int raidDevices) {
         String name = template.setName;
         StripeGeometry geo = parts.geo;
         MemberSet members = parts.members;
@@ -126,33 +152,21 @@ final class Reshaper {
                     + "down into (md would need a backup file, which stripestack does not support); an array needs a "
                     + "larger data offset (the default is 2048 sectors) to grow");
         }
-        synchronized (members.lock) {
-            members.checkOpen();
-            if (members.failed || members.failedRole >= 0) {
-                throw new IllegalStateException(name + ": is degraded (member " + members.failedRole
-                        + " is not active); rebuild it before growing");
-            }
-            String action = parts.sync.action();
-            if (!action.equals("idle")) {
-                throw new IllegalStateException(name + ": sync action " + action + " is running; wait for it to "
-                        + "finish (or write idle) before growing");
-            }
-            int needed = raidDevices - geo.members;
-            if (members.spares.size() < needed) {
-                throw new IllegalStateException(name + ": growing to " + raidDevices + " members needs " + needed
-                        + " spare(s), it has " + members.spares.size() + "; add them first (addSpare / mdadm --add)");
-            }
-            List<MemberSet.Member> targets = new ArrayList<>();
-            for (int i = 0; i < needed; i++) {
-                targets.add(members.spares.remove(0));
-            }
-            members.reshapeTargets.addAll(targets);
-            parts.superblocks.beginReshapeLocked(raidDevices, newOffset - template.dataOffsetSectors, targets);
-            parts.sync.setAction("frozen");
-            LOG.info("{}: reshape to {} members started; data offset {} -> {} sectors", name, raidDevices,
-                    template.dataOffsetSectors, newOffset);
-            return new Reshaper(array, parts, template, targets, 0, newOffset, options);
+        if (members.failed || members.failedRole >= 0) {
+            throw new IllegalStateException(name + ": is degraded (member " + members.failedRole
+                    + " is not active); rebuild it before growing");
         }
+        String action = parts.sync.action();
+        if (!action.equals("idle")) {
+            throw new IllegalStateException(name + ": sync action " + action + " is running; wait for it to "
+                    + "finish (or write idle) before growing");
+        }
+        int needed = raidDevices - geo.members;
+        if (members.spares.size() < needed) {
+            throw new IllegalStateException(name + ": growing to " + raidDevices + " members needs " + needed
+                    + " spare(s), it has " + members.spares.size() + "; add them first (addSpare / mdadm --add)");
+        }
+        return newOffset;
     }
 
     /**

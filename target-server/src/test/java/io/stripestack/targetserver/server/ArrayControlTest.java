@@ -83,4 +83,44 @@ class ArrayControlTest {
         assertTrue(examine.output().contains("State : clean"), examine.output());
         assertTrue(Files.exists(dir.resolve("s1.img")));
     }
+
+    @Test
+    void raidDisksGrowsTheArrayOntoAddedSpares() throws Exception {
+        StripestackConfig config = ConfigLoader.parse("grow.yaml", """
+                data_dir: %s
+                server: {portals: ["127.0.0.1:0"]}
+                arrays:
+                  md0:
+                    members: [m0.img, m1.img, m2.img]
+                    create_member_size: 8MiB
+                    chunk: 64KiB
+                targets:
+                  - iqn: iqn.2026-11.io.stripestack:grow
+                    luns: [{lun: 0, array: md0}]
+                """.formatted(dir), dir);
+        byte[] data = new byte[4 << 20];
+        new Random(11).nextBytes(data);
+        try (StripestackServer server = StripestackServer.start(config)) {
+            Path socket = config.server().adminSocket();
+            var top = server.luns().get(0).top();
+            top.write(0, ByteBuffer.wrap(data));
+            IOException noSpare = assertThrows(IOException.class, () -> AdminServer.request(socket, "set md0/raid_disks 4"));
+            assertTrue(noSpare.getMessage().contains("spare"), noSpare.getMessage());
+            AdminServer.request(socket, "set md0/add m3.img");
+            AdminServer.request(socket, "set md0/raid_disks 4");
+            assertEquals("4", get(socket, "md0/raid_disks"));
+            waitFor(socket, "md0/sync_action", "idle");
+            String status = AdminServer.request(socket, "status");
+            assertTrue(status.contains("[4/4] [UUUU]"), status);
+            assertEquals("ppl", get(socket, "md0/consistency_policy"), "ppl again after the reshape");
+            ByteBuffer back = ByteBuffer.allocate(data.length);
+            top.read(0, back);
+            assertTrue(java.util.Arrays.equals(data, back.array()), "data intact after the grow");
+        }
+        ExternalTools.requireTool("mdadm");
+        Result examine = ExternalTools.run("mdadm", "--examine", dir.resolve("m3.img").toString())
+                .requireSuccess("mdadm --examine on the new member");
+        assertTrue(examine.output().contains("Raid Devices : 4"), examine.output());
+        assertTrue(examine.output().contains("Active device 3"), examine.output());
+    }
 }
