@@ -246,7 +246,8 @@ class ReshapeTest {
      * writes of the reshape: later writes fail, and the array is abandoned. Returns the members' memory; with
      * {@code writesMade} set to how many writes the reshape made before the crash (or in all).
      */
-    static List<MemoryBlockDevice> reshapeUntilCrash(long budget, int seed, AtomicLong writesMade) throws Exception {
+    static List<MemoryBlockDevice> reshapeUntilCrash(long budget, int seed, AtomicLong writesMade, Writes writes)
+            throws Exception {
         AtomicLong writesLeft = new AtomicLong(Long.MAX_VALUE);
         List<MemoryBlockDevice> memory = new ArrayList<>();
         List<BlockDevice> crashing = new ArrayList<>();
@@ -261,11 +262,17 @@ class ReshapeTest {
         }
         a.addSpare(crashing.get(3));
         writesLeft.set(budget);
+        Thread writer = new Thread(() -> writes.run(a, seed));
         try {
             a.setRaidDevices(4);
+            writer.start();
             a.awaitReshape(60, TimeUnit.SECONDS);
         } catch (IOException | RuntimeException crashedEarly) {
             // the crash hit the superblock write that starts the reshape
+        }
+        writes.stop = true;
+        if (writer.getState() != Thread.State.NEW) {
+            writer.join();
         }
         writesMade.set(budget - Math.max(0, writesLeft.get()));
         writesLeft.set(-1L << 40);
@@ -277,24 +284,74 @@ class ReshapeTest {
         return memory;
     }
 
+    /**
+     * Foreground writes during the reshape, each block's generation known: the last acknowledged one, and the
+     * one in flight when the crash made writes fail (which may or may not have reached the members).
+     */
+    static final class Writes {
+        final int[] acked = new int[(int) (2L * ROWS * CHUNK / BLOCK)];
+        long inFlightBlock = -1;
+        int inFlightGeneration;
+        volatile boolean stop;
+
+        Writes(int seed) {
+            java.util.Arrays.fill(acked, seed);
+        }
+
+        void run(Raid5Array a, int seed) {
+            Random rnd = new Random(seed);
+            ByteBuffer buf = ByteBuffer.allocateDirect(BLOCK);
+            try {
+                while (!stop) {
+                    long b = rnd.nextInt(acked.length);
+                    inFlightBlock = b;
+                    inFlightGeneration = acked[(int) b] + 1000;
+                    writeBlock(a, b, inFlightGeneration, buf);
+                    acked[(int) b] = inFlightGeneration;
+                    inFlightBlock = -1;
+                }
+            } catch (IOException | RuntimeException crashed) {
+                // writes fail from the crash on
+            }
+        }
+
+        void check(Raid5Array a, long b, ByteBuffer buf, ByteBuffer expected) throws IOException {
+            buf.clear();
+            a.read(b * BLOCK, buf);
+            for (int g : new int[] {acked[(int) b], b == inFlightBlock ? inFlightGeneration : acked[(int) b]}) {
+                expected.clear();
+                fill(expected, b, g);
+                if (expected.clear().equals(buf.clear())) {
+                    return;
+                }
+            }
+            throw new AssertionError("block " + b + " is neither its acknowledged generation " + acked[(int) b]
+                    + (b == inFlightBlock ? " nor the one in flight " + inFlightGeneration : ""));
+        }
+    }
+
     @Test
     void aCrashAtAnyPointResumesAndLosesNothing() throws Exception {
         AtomicLong made = new AtomicLong();
-        reshapeUntilCrash(Long.MAX_VALUE / 2, 7, made);
+        Writes none = new Writes(7);
+        none.stop = true;
+        reshapeUntilCrash(Long.MAX_VALUE / 2, 7, made, none);
         long total = made.get();
         assertTrue(total > 20, "the reshape wrote " + total + " times");
         long oldBlocks = 2L * ROWS * CHUNK / BLOCK;
         Random rnd = new Random(42);
         for (int seed = 0; seed < 40; seed++) {
             long budget = 1 + (long) (rnd.nextDouble() * total);
-            List<MemoryBlockDevice> memory = reshapeUntilCrash(budget, seed, made);
+            Writes writes = new Writes(seed);
+            writes.stop = seed % 2 == 0;   // odd seeds write while the reshape runs
+            List<MemoryBlockDevice> memory = reshapeUntilCrash(budget, seed, made, writes);
             try (Raid5Array a = Raid5Assembler.assemble(memory, List.of(), Raid5Options.defaults())) {
                 assertTrue(a.awaitReshape(60, TimeUnit.SECONDS), "seed " + seed);
                 boolean grew = a.memberCount() == 4;
                 ByteBuffer buf = ByteBuffer.allocateDirect(BLOCK);
                 ByteBuffer expected = ByteBuffer.allocateDirect(BLOCK);
                 for (long b = 0; b < oldBlocks; b++) {
-                    assertBlock(a, b, seed, buf, expected);
+                    writes.check(a, b, buf, expected);
                 }
                 assertTrue(a.awaitSyncIdle(60, TimeUnit.SECONDS));
                 a.flush();
