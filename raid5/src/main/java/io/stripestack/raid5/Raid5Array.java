@@ -105,7 +105,17 @@ public final class Raid5Array extends MeteredBlockDevice {
             stats.counter(counter);
         }
         if (template.isReshaping()) {
-            Reshaper.Resume resume = Reshaper.resume(name, template, roles, options);
+            Reshaper.Resume resume;
+            try {
+                resume = Reshaper.resume(name, template, roles, options);
+            } catch (Raid5AssembleException e) {
+                for (MemberSet.Member m : roles) {
+                    if (m.device != null) {
+                        m.device.close();
+                    }
+                }
+                throw e;
+            }
             this.parts = new ArrayParts(name, blockSize, stats, resume.oldTemplate(), resume.oldRoles(), spareMembers,
                     resume.targets(), 0, null, resume.oldOptions());
             this.reshape = new Reshaper(this, parts, resume.oldTemplate(), resume.targets(), resume.positionSectors(),
@@ -309,7 +319,16 @@ public final class Raid5Array extends MeteredBlockDevice {
     }
 
     private void checkOpen() throws IOException {
-        current().members.checkOpen();
+        ArrayParts p = current();
+        try {
+            p.members.checkOpen();
+        } catch (IOException e) {
+            ArrayParts now = current();
+            if (now == p) {
+                throw e;
+            }
+            now.members.checkOpen();   // a finished reshape closed the old parts just after replacing them
+        }
     }
 
     /** The parts of the current geometry, for the controls (reading {@link #reshape} first publishes them). */

@@ -339,9 +339,11 @@ final class Reshaper {
                 if (finished) {
                     return FINISHED;
                 }
-                if (stopReason != null && length > 0 && offset < progress) {
-                    throw new MediumErrorException(name + ": the reshape stopped (" + stopReason + "); the reshaped "
-                            + "region cannot be served degraded", offset, false);
+                boolean degraded = old.members.failed || old.members.failedRole >= 0;
+                if ((stopReason != null || degraded) && length > 0 && offset < progress) {
+                    throw new MediumErrorException(name + ": the reshape stopped (" + (stopReason != null ? stopReason
+                            : "member " + old.members.failedRole + " failed") + "); the reshaped region cannot be "
+                            + "served degraded", offset, false);
                 }
                 if (!draining && offset + length <= safe && length > 0) {
                     newInFlight++;
@@ -394,6 +396,7 @@ final class Reshaper {
         int batchRows = Math.max(1, BATCH_BYTES / newGeo.rowBytes);
         ByteBuffer batch = ByteBuffer.allocateDirect(batchRows * newGeo.rowBytes);
         long row = safe / newGeo.rowBytes;
+        awaitUntrackedRequests();
         long lastCheckpoint = System.nanoTime();
         Throttle throttle = new Throttle(row);
         while (row < newGeo.rows) {
@@ -437,6 +440,22 @@ final class Reshaper {
             throttle.pace(row);
         }
         finish();
+    }
+
+    /**
+     * Requests that read the array's reshape field before the reshape was published run on the old parts
+     * without passing the gate; waits until none is left (every I/O in flight is then one the gate counts, give
+     * or take those just entering or leaving it, which the next poll sees gone).
+     */
+    private void awaitUntrackedRequests() throws InterruptedException {
+        while (!stopRequested()) {
+            synchronized (gate) {
+                if (array.stats().inFlight() <= oldInFlight[0] + oldInFlight[1] + newInFlight) {
+                    return;
+                }
+            }
+            Thread.sleep(1);
+        }
     }
 
     private boolean stopRequested() {
@@ -519,10 +538,6 @@ final class Reshaper {
             resyncAfter = old.sync.resyncPendingLocked();
             spares = List.copyOf(old.members.spares);
         }
-        old.members.closed = true;
-        old.sync.stop();
-        old.superblocks.stopBitmapDaemon();
-        old.io.close();
         long moved = oldGeo.dataOffset / 512 - newGeo.dataOffset / 512;
         t.resyncOffset = resyncAfter ? 0 : Md1Superblock.RESYNC_DONE;
         MemberSet.Member[] roles = new MemberSet.Member[newGeo.members];
@@ -545,6 +560,11 @@ final class Reshaper {
             }
         }
         array.installParts(t, roles, spares, next);
+        // only now: a request checking the old parts' open state must not see them closed before the swap
+        old.members.closed = true;
+        old.sync.stop();
+        old.superblocks.stopBitmapDaemon();
+        old.io.close();
         synchronized (gate) {
             progress = newGeo.size;
             finished = true;

@@ -213,6 +213,37 @@ class ReshapeTest {
         }
     }
 
+    @Test
+    void aMemberFailingStopsTheReshapeWithoutWrongData() throws Exception {
+        List<MemoryBlockDevice> members = new ArrayList<>(List.of(device("m0"), device("m1"), device("m2"),
+                device("m3")));
+        ByteBuffer buf = ByteBuffer.allocateDirect(BLOCK);
+        ByteBuffer expected = ByteBuffer.allocateDirect(BLOCK);
+        long blocks;
+        try (Raid5Array a = create(members.subList(0, 3))) {
+            blocks = a.size() / BLOCK;
+            for (long b = 0; b < blocks; b++) {
+                writeBlock(a, b, 3, buf);
+            }
+            a.addSpare(members.get(3));
+            a.setSyncSpeedMin(1);
+            a.setSyncSpeedMax(1);   // one batch, then it crawls
+            a.setRaidDevices(4);
+            while (a.syncProgress().doneSectors() == 0) {
+                Thread.sleep(5);
+            }
+            a.failMember(1);
+            assertTrue(a.awaitReshape(30, TimeUnit.SECONDS), "the reshape stops");
+            assertEquals("frozen", a.syncAction());
+            assertThrows(io.stripestack.blockdev.MediumErrorException.class, () -> a.read(0, buf.clear()));
+            assertBlock(a, blocks - 1, 3, buf, expected);   // the old geometry's part is served degraded
+        }
+        Raid5AssembleException refused = assertThrows(Raid5AssembleException.class,
+                () -> Raid5Assembler.assemble(members, List.of(), Raid5Options.defaults()));
+        assertTrue(refused.toString().contains("healthy") || String.valueOf(refused.problems()).contains("healthy"),
+                refused.toString());
+    }
+
     /** A member that stops taking writes at the crash: what it holds then is what a restart finds. */
     static final class CrashingDevice extends ForwardingBlockDevice {
         private final AtomicLong writesLeft;
