@@ -41,12 +41,13 @@ import org.slf4j.LoggerFactory;
  *
  * <p>A row's partial parity is computed from the data of its other chunks as this process sees them,
  * which, below a volatile cache, may not be on the media yet. So a unit whose row had an earlier update
- * over the same columns whose member writes were not flushed since is written only after those members
+ * over the same columns, in a chunk outside the set it writes, whose member writes were not flushed
+ * since, is written only after those members
  * are flushed: otherwise, after a power loss, the newer entry (which decides those columns at replay)
  * would assume data the media never got, and a chunk neither update touched would be rebuilt wrong.
  * md flushes after every unit; here only such a unit pays a flush (a stream of small writes pays about
  * one per chunk it crosses at the same columns). The updates done since the last flush are remembered
- * per member log in a small table hashed by row, of column groups: a collision costs a needless
+ * per member log in a small table hashed by row, of column groups and roles: a collision costs a needless
  * flush, never a missed one.
  *
  * <p>Concurrency: each member's log state is guarded by that {@link MemberLog}'s monitor; the unit is
@@ -102,6 +103,8 @@ final class PartialParityLog {
          * writes finished since this log last flushed the members they wrote.
          */
         final long[] unflushedColumns = new long[UNFLUSHED_ROW_SLOTS];
+        /** Per hashed row, the roles those updates wrote. */
+        final long[] unflushedRoles = new long[UNFLUSHED_ROW_SLOTS];
         /** Roles those updates wrote. */
         long unflushedMembers;
         final ArrayDeque<Row> waiting = new ArrayDeque<>();
@@ -248,8 +251,7 @@ final class PartialParityLog {
             }
             if (dependsOnUnflushed(log, taken)) {
                 orderFlush = log.unflushedMembers;
-                log.unflushedMembers = 0;
-                Arrays.fill(log.unflushedColumns, 0);
+                clearUnflushed(log);
                 orderingFlushes.increment();
             }
             log.writing = true;
@@ -269,8 +271,7 @@ final class PartialParityLog {
                 }
                 lapFlush = log.lapMembers;   // holds every role the done rows wrote, too
                 log.lapMembers = 0;
-                log.unflushedMembers = 0;
-                Arrays.fill(log.unflushedColumns, 0);
+                clearUnflushed(log);
                 log.nextOffset = 0;
                 areaRestarts.increment();
             }
@@ -302,6 +303,7 @@ final class PartialParityLog {
                     // and whether the members were flushed: the next unit flushes them
                     log.unflushedMembers |= orderFlush | lapFlush;
                     Arrays.fill(log.unflushedColumns, -1L);
+                    Arrays.fill(log.unflushedRoles, -1L);
                 }
                 for (int i = 0; i < taken; i++) {
                     log.batch[i].logged = true;
@@ -346,6 +348,7 @@ final class PartialParityLog {
         long groups = columnGroups(row);
         synchronized (log) {
             log.unflushedColumns[slot] |= groups;
+            log.unflushedRoles[slot] |= row.membersWritten;
             log.unflushedMembers |= row.membersWritten;
             if (--log.rowsInFlight == 0) {
                 log.notifyAll();
@@ -354,8 +357,9 @@ final class PartialParityLog {
     }
 
     /**
-     * Whether a row of the batch logs partial parity over columns an earlier update of its row wrote
-     * without a flush since; a row whose update writes every chunk (no partial parity) depends on nothing.
+     * Whether a row of the batch logs partial parity that includes data an earlier update of its row
+     * wrote without a flush since: over the same columns, in a chunk outside the set the row writes (its
+     * partial parity leaves that set out). A row whose update writes every chunk depends on nothing.
      */
     private boolean dependsOnUnflushed(MemberLog log, int taken) {
         if (log.unflushedMembers == 0) {
@@ -363,11 +367,19 @@ final class PartialParityLog {
         }
         for (int i = 0; i < taken; i++) {
             Row r = log.batch[i];
-            if (r.ppSize > 0 && (log.unflushedColumns[rowSlot(r)] & columnGroups(r)) != 0) {
+            int slot = rowSlot(r);
+            if (r.ppSize > 0 && (log.unflushedColumns[slot] & columnGroups(r)) != 0
+                    && (log.unflushedRoles[slot] & ~r.membersWritten) != 0) {
                 return true;
             }
         }
         return false;
+    }
+
+    private static void clearUnflushed(MemberLog log) {
+        log.unflushedMembers = 0;
+        Arrays.fill(log.unflushedColumns, 0);
+        Arrays.fill(log.unflushedRoles, 0);
     }
 
     private int rowSlot(Row row) {
