@@ -1,6 +1,8 @@
 package io.stripestack.targetserver.config;
 
+import io.stripestack.initiator.IscsiUrl;
 import io.stripestack.raid5.ConsistencyPolicy;
+import io.stripestack.remote.RemoteMemberOptions;
 
 import java.nio.file.Path;
 import java.util.List;
@@ -43,7 +45,23 @@ public record StripestackConfig(Path file, Path dataDir, ServerConfig server, Ma
      */
     public record ArrayConfig(String name, List<Path> members, List<Path> spares, int chunkBytes, String layout,
             long createMemberSize, boolean createSparse, int stripeCacheSize, boolean checkParityOnReads,
-            boolean direct, boolean startDirtyDegraded, ConsistencyPolicy consistencyPolicy) {
+            boolean direct, boolean startDirtyDegraded, ConsistencyPolicy consistencyPolicy,
+            RemoteMembersConfig remote) {
+    }
+
+    /** A member or spare on a remote target: the URL (no secret in it) and, for CHAP, the secret's file. */
+    public record RemoteMemberConfig(IscsiUrl url, Path chapSecretFile) {
+    }
+
+    /**
+     * An array's members and spares on remote targets ({@code members} and {@code spares} of ArrayConfig are
+     * its files) and how they are reached.
+     */
+    public record RemoteMembersConfig(List<RemoteMemberConfig> members, List<RemoteMemberConfig> spares,
+            RemoteMemberOptions options) {
+        public boolean isEmpty() {
+            return members.isEmpty() && spares.isEmpty();
+        }
     }
 
     public record ChapConfig(String user, char[] secret) {

@@ -56,6 +56,8 @@ public final class StripestackServer implements Closeable {
     private final Map<String, Raid5Array> arrays = new LinkedHashMap<>();
     /** Arrays created (not assembled) in this start: their contents are all zeros. */
     private final java.util.Set<String> createdArrays = new java.util.HashSet<>();
+    /** Each array's members and spares on remote targets, for status, metrics and ctl. */
+    private final Map<String, List<io.stripestack.remote.RemoteBlockDevice>> remoteMembers = new LinkedHashMap<>();
     private final List<LunStack> luns = new ArrayList<>();
     private final List<IscsiTargetDefinition> targets = new ArrayList<>();
     private final ControlRegistry registry = new ControlRegistry();
@@ -122,6 +124,8 @@ public final class StripestackServer implements Closeable {
                 createdArrays.add(ac.name());
             }
             arrays.put(ac.name(), array);
+            remoteMembers.put(ac.name(), opened.remoteMembers());
+            RemoteMemberReport.registerControls(registry, ac.name(), opened.remoteMembers());
             array.setCheckParityOnReads(ac.checkParityOnReads());
             registerArrayControls(ac, array);
         }
@@ -169,8 +173,9 @@ public final class StripestackServer implements Closeable {
                     portalText(iscsi.boundAddresses().get(0)), portalText(iscsi.boundAddresses().get(0)));
         }
         StatusReport status = new StatusReport(arrays, luns, iscsi::bufferStats);
-        registry.setStatusReport(status::render);
-        registry.setMetricsReport(status::prometheus);
+        RemoteMemberReport remoteReport = new RemoteMemberReport(remoteMembers);
+        registry.setStatusReport(() -> status.render() + remoteReport.render());
+        registry.setMetricsReport(() -> status.prometheus() + remoteReport.prometheus());
         admin = new AdminServer(config.server().adminSocket(), registry);
         Portal metricsPortal = config.server().metrics();
         if (metricsPortal != null) {
