@@ -24,10 +24,10 @@ public final class ChapSecretFile {
 
     /** The secret; the IOException names the file and the fix, never the secret. */
     public static char[] read(Path file) throws IOException {
-        FilePermissions.requirePrivate(file, "CHAP secret file",
-                "anyone who can read it can log in as the initiator or impersonate the target");
         byte[] bytes;
         try {
+            FilePermissions.requirePrivate(file, "CHAP secret file",
+                    "anyone who can read it can log in as the initiator or impersonate the target");
             bytes = Files.readAllBytes(file);
         } catch (NoSuchFileException e) {
             throw new IOException("the CHAP secret file " + file + " does not exist", e);

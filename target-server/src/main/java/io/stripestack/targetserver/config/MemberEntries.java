@@ -55,17 +55,17 @@ final class MemberEntries {
     private static RemoteMemberConfig remoteWithChap(YamlNode entry, Path dataDir) throws ConfigException {
         YamlNode urlNode = entry.required("url");
         YamlNode secretNode = entry.child("chap_secret_file");
-        Path secretFile = null;
-        if (secretNode != null) {
-            secretFile = dataDir.resolve(secretNode.string()).normalize();
+        entry.rejectUnknownKeys();
+        Path secretFile = secretNode == null ? null : dataDir.resolve(secretNode.string()).normalize();
+        RemoteMemberConfig remote = remote(urlNode, urlNode.string().trim(), secretFile);
+        if (secretFile != null) {
             try {
-                Arrays.fill(ChapSecretFile.read(secretFile), '\0');
+                Arrays.fill(ChapSecretFile.read(secretFile), '\0'); // read now only to refuse a bad file at start
             } catch (IOException e) {
                 throw secretNode.error(e.getMessage());
             }
         }
-        entry.rejectUnknownKeys();
-        return remote(urlNode, urlNode.string().trim(), secretFile);
+        return remote;
     }
 
     private static RemoteMemberConfig remote(YamlNode node, String text, Path secretFile) throws ConfigException {
