@@ -97,6 +97,28 @@ class RemoteBlockDeviceTgtdTest {
     }
 
     @Test
+    void aReadOrWriteAllocatesNothingOnTheCallersThread() throws Exception {
+        var threads = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        try (Tgtd tgtd = Tgtd.start(dir.resolve("tgt"), 1, LUN_BYTES);
+             RemoteBlockDevice device = RemoteBlockDevice.open(endpoint(tgtd),
+                     RemoteMemberOptions.defaults().withConnections(2, 4))) {
+            ByteBuffer buf = ByteBuffer.allocateDirect(512 << 10); // two commands each
+            for (int i = 0; i < 50; i++) { // warm up
+                device.write(0, buf.clear());
+                device.read(0, buf.clear());
+            }
+            int rounds = 200;
+            long before = threads.getCurrentThreadAllocatedBytes();
+            for (int i = 0; i < rounds; i++) {
+                device.write((long) (i % 16) * buf.capacity(), buf.clear());
+                device.read((long) (i % 16) * buf.capacity(), buf.clear());
+            }
+            long perIo = (threads.getCurrentThreadAllocatedBytes() - before) / (2L * rounds);
+            assertTrue(perIo < 16, perIo + " bytes allocated per request");
+        }
+    }
+
+    @Test
     void aTargetThatComesBackWithinTheRetryWindowLosesNoIo() throws Exception {
         try (Tgtd tgtd = Tgtd.start(dir.resolve("tgt"), 1, LUN_BYTES);
              RemoteBlockDevice device = RemoteBlockDevice.open(endpoint(tgtd),
