@@ -253,9 +253,14 @@ public final class ConfigLoader {
                         + "as in md: an array has one or the other) or a smaller chunk");
             }
         }
+        YamlNode bitmapChunkNode = n.child("bitmap_chunk");
+        long bitmapChunk = bitmapChunkNode == null ? 0 : bitmapChunkNode.size(4096, 1L << 30);
+        if (Long.bitCount(bitmapChunk) > 1) {
+            throw bitmapChunkNode.error(Sizes.format(bitmapChunk) + " is not a power of two (mdadm's default is 64MiB)");
+        }
         n.rejectUnknownKeys();
         return new ArrayConfig(name, List.copyOf(members), List.copyOf(spares), (int) chunk, layout, createSize,
-                createSparse, stripeCache, checkParity, direct, startDirtyDegraded, policy, remote);
+                createSparse, stripeCache, checkParity, direct, startDirtyDegraded, policy, bitmapChunk, remote);
     }
 
     private static TargetConfig target(YamlNode n, Path dataDir, Map<String, ArrayConfig> arrays,

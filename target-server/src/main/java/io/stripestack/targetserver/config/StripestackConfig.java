@@ -41,11 +41,12 @@ public record StripestackConfig(Path file, Path dataDir, ServerConfig server, Ma
 
     /**
      * One md-compatible RAID-5 array. {@code createMemberSize} > 0 means: create the members with that
-     * size when none of them exists yet (the embedded default does this).
+     * size when none of them exists yet (the embedded default does this). {@code bitmapChunkBytes}: member
+     * bytes per write-intent bitmap bit when a bitmap is created (0: mdadm's 64 MiB).
      */
     public record ArrayConfig(String name, List<Path> members, List<Path> spares, int chunkBytes, String layout,
             long createMemberSize, boolean createSparse, int stripeCacheSize, boolean checkParityOnReads,
-            boolean direct, boolean startDirtyDegraded, ConsistencyPolicy consistencyPolicy,
+            boolean direct, boolean startDirtyDegraded, ConsistencyPolicy consistencyPolicy, long bitmapChunkBytes,
             RemoteMembersConfig remote) {
     }
 

@@ -58,6 +58,7 @@ public final class StripestackServer implements Closeable {
     private final java.util.Set<String> createdArrays = new java.util.HashSet<>();
     /** Each array's members and spares on remote targets, for status, metrics and ctl. */
     private final Map<String, List<io.stripestack.remote.RemoteBlockDevice>> remoteMembers = new LinkedHashMap<>();
+    private final RemoteMemberReturns remoteReturns = new RemoteMemberReturns(arrays, remoteMembers);
     private final List<LunStack> luns = new ArrayList<>();
     private final List<IscsiTargetDefinition> targets = new ArrayList<>();
     private final ControlRegistry registry = new ControlRegistry();
@@ -107,7 +108,8 @@ public final class StripestackServer implements Closeable {
                         + " member files exist; refusing to create over them. Remove them to start afresh, or run"
                         + " 'serve' to assemble the array degraded and add the missing member");
             }
-            try (Raid5Array array = StackBuilder.openArray(ac, Raid5Options.defaults()).array()) {
+            try (Raid5Array array = StackBuilder.openArray(ac,
+                    Raid5Options.defaults().withBitmapChunkBytes(ac.bitmapChunkBytes())).array()) {
                 report.add(ac.name() + ": created " + array.status().mdstat().replace("\n", "\n  "));
             }
         }
@@ -117,7 +119,7 @@ public final class StripestackServer implements Closeable {
     private void startAll() throws IOException {
         for (ArrayConfig ac : config.arrays().values()) {
             Raid5Options options = Raid5Options.defaults().withStripeCacheRows(ac.stripeCacheSize())
-                    .withStartDirtyDegraded(ac.startDirtyDegraded());
+                    .withStartDirtyDegraded(ac.startDirtyDegraded()).withBitmapChunkBytes(ac.bitmapChunkBytes());
             StackBuilder.OpenedArray opened = StackBuilder.openArray(ac, options);
             Raid5Array array = opened.array();
             if (opened.created()) {
@@ -129,6 +131,7 @@ public final class StripestackServer implements Closeable {
             array.setCheckParityOnReads(ac.checkParityOnReads());
             registerArrayControls(ac, array);
         }
+        remoteReturns.start();
         readaheadBudget = new ReadaheadBudget(config.server().readaheadBudget());
         for (TargetConfig tc : config.targets()) {
             Map<Long, LogicalUnit> units = new LinkedHashMap<>();
@@ -350,6 +353,7 @@ public final class StripestackServer implements Closeable {
             return;
         }
         closed = true;
+        remoteReturns.close();
         if (metrics != null) {
             metrics.close();
         }
