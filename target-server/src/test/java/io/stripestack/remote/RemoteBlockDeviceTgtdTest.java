@@ -97,6 +97,27 @@ class RemoteBlockDeviceTgtdTest {
     }
 
     @Test
+    void chapWithTheSecretFromAFileAlsoAtEveryReconnect() throws Exception {
+        Path secret = io.stripestack.blockdev.FilePermissions.createPrivate(dir.resolve("member.chap"));
+        Files.writeString(secret, "member-secret-0123\n");
+        try (Tgtd tgtd = Tgtd.start(dir.resolve("tgt"), 1, LUN_BYTES)) {
+            tgtd.requireChap("gateway", "member-secret-0123");
+            IOException refused = assertThrows(IOException.class,
+                    () -> RemoteBlockDevice.open(endpoint(tgtd), RemoteMemberOptions.defaults()));
+            assertTrue(refused.getMessage().toLowerCase(java.util.Locale.ROOT).contains("auth"), refused.getMessage());
+            IscsiUrl url = IscsiUrl.parse(tgtd.url(1).replace("iscsi://", "iscsi://gateway@"));
+            try (RemoteBlockDevice device = RemoteBlockDevice.open(new RemoteEndpoint(url, secret),
+                    RemoteMemberOptions.defaults().withConnections(1, 4))) {
+                device.write(0, ByteBuffer.allocate(4096));
+                tgtd.restart();
+                device.read(0, ByteBuffer.allocate(4096)); // logged in again with the secret read afresh
+                assertEquals(1, device.status().reconnects());
+                assertTrue(!device.name().contains("member-secret"), device.name());
+            }
+        }
+    }
+
+    @Test
     void aReadOrWriteAllocatesNothingOnTheCallersThread() throws Exception {
         var threads = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
         try (Tgtd tgtd = Tgtd.start(dir.resolve("tgt"), 1, LUN_BYTES);

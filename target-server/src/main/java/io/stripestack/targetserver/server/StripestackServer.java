@@ -99,7 +99,7 @@ public final class StripestackServer implements Closeable {
         List<String> report = new ArrayList<>();
         for (ArrayConfig ac : config.arrays().values()) {
             long existing = ac.members().stream().filter(java.nio.file.Files::exists).count();
-            if (existing == ac.members().size()) {
+            if (existing == ac.members().size() && ac.remote().members().isEmpty()) {
                 report.add(ac.name() + ": exists (all " + existing + " members present); not touched");
                 continue;
             }
@@ -108,9 +108,12 @@ public final class StripestackServer implements Closeable {
                         + " member files exist; refusing to create over them. Remove them to start afresh, or run"
                         + " 'serve' to assemble the array degraded and add the missing member");
             }
-            try (Raid5Array array = StackBuilder.openArray(ac,
-                    Raid5Options.defaults().withBitmapChunkBytes(ac.bitmapChunkBytes())).array()) {
-                report.add(ac.name() + ": created " + array.status().mdstat().replace("\n", "\n  "));
+            StackBuilder.OpenedArray opened = StackBuilder.openArray(ac,
+                    Raid5Options.defaults().withBitmapChunkBytes(ac.bitmapChunkBytes()));
+            try (Raid5Array array = opened.array()) {
+                // remote members may carry this array's superblocks already: then it was assembled, not created
+                report.add(ac.name() + (opened.created() ? ": created " : ": exists on its remote members; not changed ")
+                        + array.status().mdstat().replace("\n", "\n  "));
             }
         }
         return report;

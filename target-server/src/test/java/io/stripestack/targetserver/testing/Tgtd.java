@@ -30,6 +30,8 @@ public final class Tgtd implements AutoCloseable {
     private final int luns;
     private Process process;
     private int controlPort;
+    /** CHAP account the target demands, or null; set again at each restart. */
+    private String[] chap;
     private final Thread reaper = new Thread(this::kill, "tgtd-reaper");
 
     private Tgtd(Path dir, int port, String iqn, int luns) {
@@ -83,6 +85,20 @@ public final class Tgtd implements AutoCloseable {
                     "--bstype", "rdwr", "--backing-store", dir.resolve("lun" + i + ".img").toString());
         }
         adm(true, "--mode", "target", "--op", "bind", "--tid", "1", "--initiator-address", "ALL");
+        if (chap != null) {
+            adm(true, "--mode", "account", "--op", "new", "--user", chap[0], "--password", chap[1]);
+            adm(true, "--mode", "account", "--op", "bind", "--tid", "1", "--user", chap[0]);
+        }
+    }
+
+    /**
+     * From now on the target demands one-way CHAP with this account (a test secret: tgtadm takes it on its
+     * command line, which is why the server never does so with a real one).
+     */
+    public void requireChap(String user, String secret) throws Exception {
+        chap = new String[] {user, secret};
+        adm(true, "--mode", "account", "--op", "new", "--user", user, "--password", secret);
+        adm(true, "--mode", "account", "--op", "bind", "--tid", "1", "--user", user);
     }
 
     /** A management port whose control socket no other tgtd holds. */
