@@ -58,7 +58,8 @@ public final class IscsiInitiator implements Closeable {
 
     /**
      * Connects, logs in to {@code url}'s target (CHAP when the URL carries a user and secret; the URL's secret
-     * is not cleared here), clears the power-on UNIT ATTENTION and reads the capacity.
+     * is not cleared here), clears the power-on UNIT ATTENTION and reads the capacity. The login as a whole
+     * gets the command timeout ({@link LoginDeadline}), so a target that accepts but never answers fails it.
      *
      * @throws IscsiLoginException when the target refuses the login, naming the reason and the fix
      */
@@ -70,11 +71,18 @@ public final class IscsiInitiator implements Closeable {
         ConnectionLifecycle lifecycle = new ConnectionLifecycle(description, socket, sequence, slots);
         PduChannel pdus = new PduChannel(socket, lifecycle);
         Negotiated negotiated;
+        LoginDeadline deadline = new LoginDeadline(lifecycle, options.commandTimeout());
         try {
             negotiated = LoginNegotiation.negotiate(pdus, sequence, url, options, description);
         } catch (IOException | RuntimeException e) {
             lifecycle.close();
+            if (deadline.expired()) {
+                throw new IOException(description + ": no answer to the login within "
+                        + deadline.timeout().toSeconds() + " s (is the target hung?)", e);
+            }
             throw e;
+        } finally {
+            deadline.close();
         }
         NopResponder nopResponder = new NopResponder(pdus, sequence, lifecycle);
         IscsiInitiator initiator = new IscsiInitiator(description, negotiated, lifecycle, slots,

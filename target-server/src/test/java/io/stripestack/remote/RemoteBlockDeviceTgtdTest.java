@@ -176,6 +176,27 @@ class RemoteBlockDeviceTgtdTest {
     }
 
     @Test
+    void aHungTargetTimesOutAndItsIoFailsAfterTheRetryWindow() throws Exception {
+        try (Tgtd tgtd = Tgtd.start(dir.resolve("tgt"), 1, LUN_BYTES);
+             RemoteBlockDevice device = RemoteBlockDevice.open(endpoint(tgtd), RemoteMemberOptions.defaults()
+                     .withConnections(1, 4).withRetryTimeout(Duration.ofSeconds(3))
+                     .withCommandTimeout(Duration.ofSeconds(2)))) {
+            device.read(0, ByteBuffer.allocate(4096));
+            tgtd.pause();
+            long started = System.nanoTime();
+            IOException e = assertThrows(IOException.class, () -> device.write(0, ByteBuffer.allocate(4096)));
+            long waited = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+            // the command's 2 s, the 3 s window, and at most one more 2 s login that the window cut short
+            assertTrue(waited >= 4500 && waited < 12000, "waited " + waited + " ms");
+            assertTrue(e.getMessage().contains("retry timeout"), e.getMessage());
+            assertEquals(RemoteMemberStatus.State.FAILED, device.status().state());
+            tgtd.resume();
+            assertTrue(device.reconnect(), "connects again once the target answers");
+            device.read(0, ByteBuffer.allocate(4096));
+        }
+    }
+
+    @Test
     void aTargetThatStaysAwayFailsTheIoAfterTheRetryWindow() throws Exception {
         try (Tgtd tgtd = Tgtd.start(dir.resolve("tgt"), 1, LUN_BYTES);
              RemoteBlockDevice device = RemoteBlockDevice.open(endpoint(tgtd),

@@ -145,6 +145,16 @@ public final class Tgtd implements AutoCloseable {
         return process != null && process.isAlive();
     }
 
+    /** SIGSTOP: a hung target; its connections stay open and nothing is answered (the kernel still accepts). */
+    public void pause() throws Exception {
+        ExternalTools.run("kill", "-STOP", Long.toString(process.pid())).requireSuccess("kill -STOP");
+    }
+
+    /** SIGCONT after {@link #pause}. */
+    public void resume() throws Exception {
+        ExternalTools.run("kill", "-CONT", Long.toString(process.pid())).requireSuccess("kill -CONT");
+    }
+
     /** SIGKILL, as a target machine that dies: its connections drop with it. */
     public void kill() {
         Process p = process;
