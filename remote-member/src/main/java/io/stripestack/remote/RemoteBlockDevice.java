@@ -50,6 +50,7 @@ public final class RemoteBlockDevice extends MeteredBlockDevice {
     private final long size;
     private final int blockSize;
     private final int maxTransfer;
+    private final Geometry geometry;
     private final AtomicInteger nextSession = new AtomicInteger();
     private final AtomicInteger inFlight = new AtomicInteger();
     private final LongAdder commands = new LongAdder();
@@ -66,6 +67,7 @@ public final class RemoteBlockDevice extends MeteredBlockDevice {
         this.size = capacity.bytes();
         this.blockSize = capacity.blockSize();
         this.maxTransfer = maxTransfer;
+        this.geometry = new Geometry(blockSize, blockSize, 0, maxTransfer);
     }
 
     /** Logs in every session; fails (nothing left open) when the target cannot be reached or refuses. */
@@ -114,7 +116,7 @@ public final class RemoteBlockDevice extends MeteredBlockDevice {
 
     @Override
     public Geometry geometry() {
-        return new Geometry(blockSize, blockSize, 0, maxTransfer);
+        return geometry;
     }
 
     @Override
