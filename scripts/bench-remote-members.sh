@@ -29,6 +29,7 @@ done
 [ -n "$dir" ] || dir="$(mktemp -d /tmp/bench-remote-members.XXXXXX)"
 mkdir -p "$dir/data"
 tgt_pids=()
+tgt_ctls=()
 server_pid=""
 
 cleanup() {
@@ -36,6 +37,9 @@ cleanup() {
   for pid in "${tgt_pids[@]+"${tgt_pids[@]}"}"; do
     kill -KILL "$pid" 2>/dev/null || true # tgtd ignores SIGTERM
     wait "$pid" 2>/dev/null || true
+  done
+  for ctl in "${tgt_ctls[@]+"${tgt_ctls[@]}"}"; do
+    rm -f "/var/run/tgtd/socket.$ctl" "/var/run/tgtd/socket.$ctl.lock" # a killed tgtd leaves its control socket
   done
 }
 trap cleanup EXIT
@@ -68,6 +72,7 @@ for i in 1 2 3 4; do
   truncate -s "$size" "$dir/tgt$i.img"
   setsid tgtd -f -C "$ctl" --iscsi "portal=127.0.0.1:$port" >"$dir/tgtd$i.log" 2>&1 </dev/null &
   tgt_pids+=($!)
+  tgt_ctls+=("$ctl")
   wait_port "$port" 10
   iqn="iqn.2026-11.io.stripestack.bench:disk$i"
   adm=(tgtadm -C "$ctl" --lld iscsi)
