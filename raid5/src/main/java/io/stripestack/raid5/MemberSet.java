@@ -91,6 +91,11 @@ final class MemberSet {
      * Advanced only by the sync pass as owner of the row's slot (see the class comment).
      */
     volatile long recoveredRows;
+    /**
+     * The rebuilding member is a re-added one ({@link MemberReAdd}): only the bitmap's dirty regions need
+     * rebuilding. Written under the state lock; a spare's rebuild clears it.
+     */
+    volatile boolean rebuildFromBitmap;
     private Superblocks superblocks;
     private SyncEngine sync;
 
@@ -276,6 +281,7 @@ final class MemberSet {
             retired.add(slot.device);
         }
         recoveredRows = 0;
+        rebuildFromBitmap = false;
         superblocks.rebuildStartsLocked(spare.devNumber, slot.role);
         slot.takeOver(spare);
         slot.state = Raid5Status.MemberState.REBUILDING;

@@ -431,6 +431,18 @@ public final class Raid5Array extends MeteredBlockDevice {
     }
 
     /**
+     * Puts the faulty member of {@code role} back with the device it still holds (like {@code mdadm --re-add}),
+     * once that device works again (a remote target that came back): with the write-intent bitmap only the
+     * regions written since it failed are rebuilt, else all of it (see MemberReAdd). Returns whether the
+     * rebuild is the bitmap's.
+     *
+     * @throws IllegalStateException when the member is not faulty with its device attached, or the array failed
+     */
+    public boolean reAddMember(int role) {
+        return MemberReAdd.start(name, members, superblocks, sync, role);
+    }
+
+    /**
      * Detaches the faulty member of {@code role} (like {@code mdadm --remove}): its device is closed and
      * the role is missing until a spare is added. Only a faulty member can be removed.
      *

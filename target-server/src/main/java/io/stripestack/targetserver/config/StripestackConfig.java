@@ -1,6 +1,8 @@
 package io.stripestack.targetserver.config;
 
+import io.stripestack.initiator.IscsiUrl;
 import io.stripestack.raid5.ConsistencyPolicy;
+import io.stripestack.remote.RemoteMemberOptions;
 
 import java.nio.file.Path;
 import java.util.List;
@@ -39,11 +41,28 @@ public record StripestackConfig(Path file, Path dataDir, ServerConfig server, Ma
 
     /**
      * One md-compatible RAID-5 array. {@code createMemberSize} > 0 means: create the members with that
-     * size when none of them exists yet (the embedded default does this).
+     * size when none of them exists yet (the embedded default does this). {@code bitmapChunkBytes}: member
+     * bytes per write-intent bitmap bit when a bitmap is created (0: mdadm's 64 MiB).
      */
     public record ArrayConfig(String name, List<Path> members, List<Path> spares, int chunkBytes, String layout,
             long createMemberSize, boolean createSparse, int stripeCacheSize, boolean checkParityOnReads,
-            boolean direct, boolean startDirtyDegraded, ConsistencyPolicy consistencyPolicy) {
+            boolean direct, boolean startDirtyDegraded, ConsistencyPolicy consistencyPolicy, long bitmapChunkBytes,
+            RemoteMembersConfig remote) {
+    }
+
+    /** A member or spare on a remote target: the URL (no secret in it) and, for CHAP, the secret's file. */
+    public record RemoteMemberConfig(IscsiUrl url, Path chapSecretFile) {
+    }
+
+    /**
+     * An array's members and spares on remote targets ({@code members} and {@code spares} of ArrayConfig are
+     * its files) and how they are reached.
+     */
+    public record RemoteMembersConfig(List<RemoteMemberConfig> members, List<RemoteMemberConfig> spares,
+            RemoteMemberOptions options) {
+        public boolean isEmpty() {
+            return members.isEmpty() && spares.isEmpty();
+        }
     }
 
     public record ChapConfig(String user, char[] secret) {

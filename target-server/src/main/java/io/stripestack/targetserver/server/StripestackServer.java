@@ -56,6 +56,9 @@ public final class StripestackServer implements Closeable {
     private final Map<String, Raid5Array> arrays = new LinkedHashMap<>();
     /** Arrays created (not assembled) in this start: their contents are all zeros. */
     private final java.util.Set<String> createdArrays = new java.util.HashSet<>();
+    /** Each array's members and spares on remote targets, for status, metrics and ctl. */
+    private final Map<String, List<io.stripestack.remote.RemoteBlockDevice>> remoteMembers = new LinkedHashMap<>();
+    private final RemoteMemberReturns remoteReturns = new RemoteMemberReturns(arrays, remoteMembers);
     private final List<LunStack> luns = new ArrayList<>();
     private final List<IscsiTargetDefinition> targets = new ArrayList<>();
     private final ControlRegistry registry = new ControlRegistry();
@@ -96,7 +99,7 @@ public final class StripestackServer implements Closeable {
         List<String> report = new ArrayList<>();
         for (ArrayConfig ac : config.arrays().values()) {
             long existing = ac.members().stream().filter(java.nio.file.Files::exists).count();
-            if (existing == ac.members().size()) {
+            if (existing == ac.members().size() && ac.remote().members().isEmpty()) {
                 report.add(ac.name() + ": exists (all " + existing + " members present); not touched");
                 continue;
             }
@@ -105,8 +108,12 @@ public final class StripestackServer implements Closeable {
                         + " member files exist; refusing to create over them. Remove them to start afresh, or run"
                         + " 'serve' to assemble the array degraded and add the missing member");
             }
-            try (Raid5Array array = StackBuilder.openArray(ac, Raid5Options.defaults()).array()) {
-                report.add(ac.name() + ": created " + array.status().mdstat().replace("\n", "\n  "));
+            StackBuilder.OpenedArray opened = StackBuilder.openArray(ac,
+                    Raid5Options.defaults().withBitmapChunkBytes(ac.bitmapChunkBytes()));
+            try (Raid5Array array = opened.array()) {
+                // remote members may carry this array's superblocks already: then it was assembled, not created
+                report.add(ac.name() + (opened.created() ? ": created " : ": exists on its remote members; not changed ")
+                        + array.status().mdstat().replace("\n", "\n  "));
             }
         }
         return report;
@@ -115,16 +122,19 @@ public final class StripestackServer implements Closeable {
     private void startAll() throws IOException {
         for (ArrayConfig ac : config.arrays().values()) {
             Raid5Options options = Raid5Options.defaults().withStripeCacheRows(ac.stripeCacheSize())
-                    .withStartDirtyDegraded(ac.startDirtyDegraded());
+                    .withStartDirtyDegraded(ac.startDirtyDegraded()).withBitmapChunkBytes(ac.bitmapChunkBytes());
             StackBuilder.OpenedArray opened = StackBuilder.openArray(ac, options);
             Raid5Array array = opened.array();
             if (opened.created()) {
                 createdArrays.add(ac.name());
             }
             arrays.put(ac.name(), array);
+            remoteMembers.put(ac.name(), opened.remoteMembers());
+            RemoteMemberReport.registerControls(registry, ac.name(), opened.remoteMembers());
             array.setCheckParityOnReads(ac.checkParityOnReads());
             registerArrayControls(ac, array);
         }
+        remoteReturns.start();
         readaheadBudget = new ReadaheadBudget(config.server().readaheadBudget());
         for (TargetConfig tc : config.targets()) {
             Map<Long, LogicalUnit> units = new LinkedHashMap<>();
@@ -169,8 +179,9 @@ public final class StripestackServer implements Closeable {
                     portalText(iscsi.boundAddresses().get(0)), portalText(iscsi.boundAddresses().get(0)));
         }
         StatusReport status = new StatusReport(arrays, luns, iscsi::bufferStats);
-        registry.setStatusReport(status::render);
-        registry.setMetricsReport(status::prometheus);
+        RemoteMemberReport remoteReport = new RemoteMemberReport(remoteMembers);
+        registry.setStatusReport(() -> status.render() + remoteReport.render());
+        registry.setMetricsReport(() -> status.prometheus() + remoteReport.prometheus());
         admin = new AdminServer(config.server().adminSocket(), registry);
         Portal metricsPortal = config.server().metrics();
         if (metricsPortal != null) {
@@ -345,6 +356,7 @@ public final class StripestackServer implements Closeable {
             return;
         }
         closed = true;
+        remoteReturns.close();
         if (metrics != null) {
             metrics.close();
         }
