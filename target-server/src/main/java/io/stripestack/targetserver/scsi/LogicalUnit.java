@@ -13,6 +13,7 @@ import io.stripestack.blockdev.Geometry;
  * <p>Concurrency: {@link #execute} runs on many worker threads at once; the device is thread-safe.
  * <ul>
  *   <li>Identity, geometry and INQUIRY pages are fixed at construction (final fields).</li>
+ *   <li>The read-only flag: volatile, set by the administration thread, read once by each command that checks it.</li>
  *   <li>Mode pages: {@link ModePages} (volatile WCE and SWP, MODE SELECT serialized on its monitor).</li>
  *   <li>Unit attentions: {@link UnitAttentions} (per-nexus queues with their own monitors).</li>
  *   <li>Reservations: {@link Reservations} (all state under its monitor, checked once per command).</li>
@@ -42,7 +43,8 @@ public final class LogicalUnit {
 
     private final BlockDevice device;
     private final LogicalUnitIdentity identity;
-    private final boolean readOnly;
+    /** Set at construction and by the administration ({@link #setReadOnly}); read once per writing command. */
+    private volatile boolean readOnly;
     private final int blockSize;
     private final long blockCount;
     private final int granularityBlocks;
@@ -50,7 +52,8 @@ public final class LogicalUnit {
     private final int maxTransferBlocks;
     private final int physicalBlockExponent;
     private final int lowestAlignedLba;
-    private final boolean offersUnmap;
+    private final boolean deviceDiscards;
+    private final CopyTargets copyTargets;
 
     private final ModePages modePages = new ModePages();
     private final UnitAttentions unitAttentions = new UnitAttentions();
@@ -94,7 +97,8 @@ public final class LogicalUnit {
         int physical = Math.max(blockSize, Math.min(Integer.highestOneBit(g.minimumIo()), 4096));
         this.physicalBlockExponent = Integer.numberOfTrailingZeros(physical / blockSize);
         this.lowestAlignedLba = (int) ((g.alignmentOffset() % physical) / blockSize);
-        this.offersUnmap = device.supportsDiscard() && !readOnly;
+        this.deviceDiscards = device.supportsDiscard();
+        this.copyTargets = copyTargets;
 
         // The families read the identity and geometry set above.
         this.spc = new SpcCommands(this, modePages, unitAttentions);
@@ -114,6 +118,22 @@ public final class LogicalUnit {
 
     public boolean readOnly() {
         return readOnly;
+    }
+
+    /**
+     * Makes the unit read-only or writable at run time (the device below must take writes for the latter).
+     * Every nexus gets MODE PARAMETERS CHANGED: the WP bit of MODE SENSE changed under it.
+     */
+    public void setReadOnly(boolean value) {
+        if (readOnly != value) {
+            readOnly = value;
+            unitAttentions.raiseForOthers(null, UnitAttentions.MODE_PARAMETERS_CHANGED);
+        }
+    }
+
+    /** The unit left its target at run time: EXTENDED COPY of the target's other units can no longer reach it. */
+    void leaveCopyTargets() {
+        copyTargets.remove(this);
     }
 
     /**
@@ -158,7 +178,7 @@ public final class LogicalUnit {
     }
 
     boolean offersUnmap() {
-        return offersUnmap;
+        return deviceDiscards && !readOnly;
     }
 
     UnitAttentions unitAttentions() {
