@@ -16,8 +16,8 @@ import org.yaml.snakeyaml.nodes.ScalarNode;
 /**
  * {@code saveconfig}: writes the running targets into a configuration file. Only the top-level {@code targets:}
  * section is written anew; every other line of the file (data_dir, server, arrays, their comments and layout)
- * is kept as it is, and comments inside the targets section are not (comment lines at column 0 just before the
- * next top-level key stay with that key). The result is parsed as the server would load it before anything is
+ * is kept as it is, and comments inside the targets section are not (comment lines at column 0 at the end of the
+ * section stay: they usually introduce the next top-level key). The result is parsed as the server would load it before anything is
  * written, so a state that would not load back is refused and the file left alone; then it replaces the file
  * atomically ({@link AtomicFile}). Stateless.
  */
@@ -66,8 +66,7 @@ public final class ConfigSaver {
             if (entries.get(i).getKeyNode() instanceof ScalarNode key && key.getValue().equals("targets")) {
                 int first = key.getStartMark().getLine();
                 int end = i + 1 < entries.size() ? entries.get(i + 1).getKeyNode().getStartMark().getLine() : lines.length;
-                while (end > first + 1 && (lines[end - 1].startsWith("#") || lines[end - 1].isBlank())
-                        && i + 1 < entries.size()) {
+                while (end > first + 1 && (lines[end - 1].startsWith("#") || lines[end - 1].isBlank())) {
                     end--;
                 }
                 StringBuilder out = new StringBuilder();

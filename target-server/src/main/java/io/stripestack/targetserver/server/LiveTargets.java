@@ -343,7 +343,10 @@ final class LiveTargets implements AutoCloseable {
         return "target " + iqn + ": " + (mutual ? "mutual CHAP removed" : "CHAP removed (mutual CHAP too)");
     }
 
-    /** Builds the changed definition (a refusal zeroes its secrets), publishes it and zeroes the old one's. */
+    /**
+     * Builds the changed definition, publishes it and zeroes the old one's secrets. The new definition owns the
+     * builder's secret arrays; only a refused build leaves them to zero here.
+     */
     private void replaceDefinition(LiveTarget target, IscsiTargetDefinition.Builder changed) {
         IscsiTargetDefinition next;
         try {
@@ -352,7 +355,6 @@ final class LiveTargets implements AutoCloseable {
             changed.noChap();
             throw new IllegalArgumentException(e.getMessage() + "; nothing changed", e);
         }
-        changed.noChap();
         iscsi.replaceTarget(next);
         // A login negotiating CHAP this instant against the old definition fails and is retried by the initiator.
         target.definition.close();

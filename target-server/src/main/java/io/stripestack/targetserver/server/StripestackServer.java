@@ -258,6 +258,11 @@ public final class StripestackServer implements Closeable {
         });
     }
 
+    /** The admin socket's path (stripestack ctl, ls, saveconfig...). */
+    public Path adminSocket() {
+        return admin.socketPath();
+    }
+
     public ControlRegistry registry() {
         return registry;
     }
