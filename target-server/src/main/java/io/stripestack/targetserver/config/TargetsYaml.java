@@ -20,6 +20,9 @@ public final class TargetsYaml {
     }
 
     public static String render(List<TargetConfig> targets, Path dataDir) {
+        if (targets.isEmpty()) {
+            return "targets: []\n";
+        }
         StringBuilder y = new StringBuilder("targets:\n");
         for (TargetConfig t : targets) {
             y.append("  - iqn: ").append(quote(t.iqn())).append('\n');
