@@ -70,6 +70,8 @@ abstract class AdminVerbCommand implements Callable<Integer> {
                     "  stripestack lun create IQN LUN --file PATH [--size SIZE] [--read-only] [--serial S]",
                     "  stripestack lun create IQN LUN --ram SIZE",
                     "  stripestack lun create IQN LUN --array NAME",
+                    "    plus, for dm-crypt: --key-file FILE [--cipher SPEC] [--key-size BITS]",
+                    "    or, for a LUKS volume on it: --luks-key-file FILE | --luks-passphrase-file FILE",
                     "  stripestack lun delete IQN LUN [--force]   (refused while sessions are logged in, unless --force)",
                     "  stripestack lun set IQN LUN read_only 0|1"})
     static final class Lun extends AdminVerbCommand {
@@ -80,7 +82,7 @@ abstract class AdminVerbCommand implements Callable<Integer> {
 
         @Override
         boolean isPath(List<String> words, int i) {
-            return i > 0 && words.get(i - 1).equals("--file");
+            return i > 0 && List.of("--file", "--key-file", "--luks-key-file", "--luks-passphrase-file").contains(words.get(i - 1));
         }
     }
 

@@ -6,6 +6,7 @@ import io.stripestack.targetserver.config.ConfigSaver;
 import io.stripestack.targetserver.config.Sizes;
 import io.stripestack.targetserver.config.StripestackConfig;
 import io.stripestack.targetserver.config.StripestackConfig.BackingConfig;
+import io.stripestack.targetserver.config.StripestackConfig.CryptoConfig;
 import io.stripestack.targetserver.config.StripestackConfig.LunConfig;
 import io.stripestack.targetserver.config.StripestackConfig.ReadaheadConfig;
 import io.stripestack.targetserver.control.ControlRegistry;
@@ -25,6 +26,7 @@ import java.util.function.Supplier;
  *   ls
  *   target create IQN [--alias ALIAS]        target delete IQN [--force]
  *   lun create IQN LUN (--file PATH [--size SIZE] | --ram SIZE | --array NAME) [--read-only] [--serial S]
+ *              [--key-file FILE [--cipher SPEC] [--key-size BITS] | --luks-key-file FILE | --luks-passphrase-file FILE]
  *   lun delete IQN LUN [--force]             lun set IQN LUN read_only 0|1
  *   acl add IQN INITIATOR                    acl delete IQN INITIATOR
  *   chap set IQN USER SECRET_FILE [--mutual] chap clear IQN [--mutual]
@@ -98,6 +100,7 @@ final class AdminVerbs {
                 String array = w.option("--array");
                 boolean readOnly = w.flag("--read-only");
                 String serial = w.option("--serial");
+                CryptoConfig crypto = crypto(w);
                 w.end();
                 if ((file == null ? 0 : 1) + (ram == null ? 0 : 1) + (array == null ? 0 : 1) != 1) {
                     throw new IllegalArgumentException("give exactly one of --file PATH, --ram SIZE or --array NAME");
@@ -109,7 +112,7 @@ final class AdminVerbs {
                         ? new BackingConfig(null, config.dataDir().resolve(file).normalize(), size == null ? 0 : size(size, "--size"), false)
                         : ram != null ? new BackingConfig(null, null, ramSize(ram), true)
                         : new BackingConfig(array, null, 0, false);
-                return changed(live.createLun(iqn, new LunConfig(lun, backing, null, new ReadaheadConfig(-1, false),
+                return changed(live.createLun(iqn, new LunConfig(lun, backing, crypto, new ReadaheadConfig(-1, false),
                         readOnly, serial)));
             }
             case "delete" -> {
@@ -132,6 +135,45 @@ final class AdminVerbs {
             }
             default -> throw w.usage();
         }
+    }
+
+    /**
+     * {@code --key-file FILE [--cipher SPEC] [--key-size BITS]}: plain dm-crypt with a raw key; {@code --luks-key-file
+     * FILE} or {@code --luks-passphrase-file FILE}: a LUKS volume already formatted on the device below. The files
+     * must be readable by their owner only (the crypto layer refuses others, naming the file).
+     */
+    private CryptoConfig crypto(Words w) {
+        String keyFile = w.option("--key-file");
+        String cipher = w.option("--cipher");
+        String keySize = w.option("--key-size");
+        String luksKey = w.option("--luks-key-file");
+        String luksPassphrase = w.option("--luks-passphrase-file");
+        int given = (keyFile == null ? 0 : 1) + (luksKey == null ? 0 : 1) + (luksPassphrase == null ? 0 : 1);
+        if (given > 1) {
+            throw new IllegalArgumentException("give one of --key-file, --luks-key-file or --luks-passphrase-file");
+        }
+        if (given == 0) {
+            if (cipher != null || keySize != null) {
+                throw new IllegalArgumentException("--cipher and --key-size go with --key-file");
+            }
+            return null;
+        }
+        if (keyFile == null) {
+            if (cipher != null || keySize != null) {
+                throw new IllegalArgumentException("a LUKS volume's cipher and key size come from its header;"
+                        + " drop --cipher and --key-size");
+            }
+            Path file = config.dataDir().resolve(luksKey != null ? luksKey : luksPassphrase);
+            return new CryptoConfig(true, null, 0, luksKey != null ? file : null, luksKey != null ? null : file, null,
+                    0, 0, 512, false, false, false);
+        }
+        String spec = cipher == null ? "aes-xts-plain64" : cipher;
+        int bits = keySize == null ? (spec.contains("-xts-") ? 512 : 256) : w.parseNumber(keySize, "--key-size");
+        if (bits < 128 || bits > 512 || bits % 64 != 0) {
+            throw new IllegalArgumentException("--key-size " + bits + " is not a key size (128, 256 or, for XTS, 256 and 512)");
+        }
+        return new CryptoConfig(false, spec, bits, config.dataDir().resolve(keyFile), null, "ripemd160", 0, 0, 512,
+                false, false, false);
     }
 
     private String acl(List<String> a) throws IOException {
@@ -245,7 +287,10 @@ final class AdminVerbs {
         }
 
         int number(String what) {
-            String word = next(what);
+            return parseNumber(next(what), what);
+        }
+
+        int parseNumber(String word, String what) {
             try {
                 return Integer.parseInt(word);
             } catch (NumberFormatException e) {

@@ -44,6 +44,10 @@ class LiveAdministrationTest {
     Path dir;
 
     private Path configFile() throws IOException {
+        return configFile("");
+    }
+
+    private Path configFile(String serverExtra) throws IOException {
         String yaml = """
                 # the operator's own notes: saveconfig keeps them
                 data_dir: %s
@@ -51,6 +55,7 @@ class LiveAdministrationTest {
                   portals: ["127.0.0.1:0"]   # an ephemeral port for the test
                   io_threads: 4
                   admin_socket: admin.sock
+                %s
                 arrays:
                   md0:
                     members: [md0/m0.img, md0/m1.img, md0/m2.img]
@@ -61,7 +66,7 @@ class LiveAdministrationTest {
                     luns:
                       - {lun: 0, file: steady.img, create_size: 16MiB}
                 # what follows the targets stays too
-                """.formatted(dir.resolve("data"), STEADY);
+                """.formatted(dir.resolve("data"), serverExtra, STEADY);
         Path file = dir.resolve("live.yaml");
         Files.writeString(file, yaml);
         return file;
@@ -261,6 +266,9 @@ class LiveAdministrationTest {
             admin(server, "lun create " + LIVE + " 0 --ram 4M");
             admin(server, "lun create " + LIVE + " 1 --array md0");
             String before = admin(server, "ls");
+            Path openKey = dir.resolve("open.key");
+            Files.write(openKey, new byte[64]);
+            Files.setPosixFilePermissions(openKey, PosixFilePermissions.fromString("rw-r-----"));
             Path openSecret = dir.resolve("open.secret");
             Files.writeString(openSecret, "a-long-enough-secret\n");
             Files.setPosixFilePermissions(openSecret, PosixFilePermissions.fromString("rw-r--r--"));
@@ -282,6 +290,9 @@ class LiveAdministrationTest {
                     {"chap set " + LIVE + " user " + openSecret, "is readable by group or others"},
                     {"chap set " + LIVE + " user " + dir.resolve("missing.secret"), "does not exist"},
                     {"chap clear " + LIVE, "has no CHAP credentials"},
+                    {"lun create " + LIVE + " 2 --ram 4M --key-file " + openKey, "key file " + openKey + " is readable by group or others"},
+                    {"lun create " + LIVE + " 2 --ram 4M --luks-key-file " + openKey, "ram-lun2 has no LUKS header"},
+                    {"lun create " + LIVE + " 2 --ram 4M --key-file " + openKey + " --luks-key-file " + openKey, "give one of"},
                     {"chap set " + LIVE + " user " + openSecret + " --mutual", "readable by group or others"},
             };
             for (String[] c : cases) {
@@ -318,6 +329,21 @@ class LiveAdministrationTest {
     }
 
     @Test
+    void autosaveWritesEveryChangeThatSucceeded() throws Exception {
+        Path file = configFile("  autosave: true");
+        try (StripestackServer server = StripestackServer.start(ConfigLoader.load(file))) {
+            String answer = admin(server, "target create " + LIVE);
+            assertTrue(answer.contains("saved 2 targets to " + file), answer);
+            assertTrue(ConfigLoader.load(file).targets().stream().anyMatch(t -> t.iqn().equals(LIVE)));
+            String before = Files.readString(file);
+            refused(server, "target create " + LIVE);
+            assertEquals(before, Files.readString(file), "a refused change saves nothing");
+            admin(server, "lun create " + LIVE + " 0 --ram 1M");
+            assertEquals(1, ConfigLoader.load(file).targets().get(1).luns().size());
+        }
+    }
+
+    @Test
     void saveconfigWritesTheRunningStateThatARestartedServerLoadsToTheSameTree() throws Exception {
         Path file = configFile();
         Path secret = dir.resolve("data/live.secret");
@@ -334,6 +360,10 @@ class LiveAdministrationTest {
             admin(server, "lun create " + LIVE + " 0 --file " + dir.resolve("data/live0.img") + " --size 4M --serial LIVE0");
             admin(server, "lun create " + LIVE + " 3 --array md0");
             admin(server, "lun create " + LIVE + " 4 --ram 2M");
+            Path key = dir.resolve("data/live5.key");
+            Files.write(key, new byte[32]);
+            Files.setPosixFilePermissions(key, PosixFilePermissions.fromString("rw-------"));
+            admin(server, "lun create " + LIVE + " 5 --ram 2M --key-file " + key + " --cipher aes-cbc-essiv:sha256");
             admin(server, "lun set " + LIVE + " 4 read_only 1");
             admin(server, "acl add " + LIVE + " " + OTHER_INITIATOR);
             admin(server, "chap set " + LIVE + " initiator-user " + secret);
@@ -350,6 +380,7 @@ class LiveAdministrationTest {
         assertTrue(text.contains("# what follows the targets stays too"), text);
         assertFalse(text.contains("initiator-secret-1") || text.contains("target-secret-22"), "no secret in the file");
         assertTrue(tree.contains("lun4 [ram 2MiB, read-only]"), tree);
+        assertTrue(tree.contains("lun5 [ram 2MiB, crypt aes-cbc-essiv:sha256, read-write]"), tree);
         try (StripestackServer restarted = StripestackServer.start(ConfigLoader.load(file))) {
             assertEquals(withoutPort(tree), withoutPort(admin(restarted, "ls")), "the saved file loads to the same tree");
         }
