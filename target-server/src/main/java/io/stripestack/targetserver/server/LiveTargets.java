@@ -40,6 +40,8 @@ import org.slf4j.LoggerFactory;
  */
 final class LiveTargets implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(LiveTargets.class);
+    /** How long a removed LUN's running commands may take before it is closed anyway (a shutdown's drain timeout). */
+    private static final long COMMAND_DRAIN_MILLIS = 10_000;
 
     private final Map<String, LiveTarget> targets = new LinkedHashMap<>();
     private final LunFactory factory;
@@ -142,7 +144,7 @@ final class LiveTargets implements AutoCloseable {
         iscsi.removeTarget(iqn);
         int ended = iscsi.endSessions(iqn, name -> true);
         for (int lun : List.copyOf(target.stacks.keySet())) {
-            target.scsi.removeUnit(lun);
+            detach(target, lun);
             closeLun(target, lun);
         }
         target.definition.close();
@@ -177,9 +179,9 @@ final class LiveTargets implements AutoCloseable {
 
     /**
      * Without {@code force}, refused while a session is logged in to the target (each can address the LUN). With
-     * it, the LUN leaves the table first (new commands get LOGICAL UNIT NOT SUPPORTED and the other LUNs report
-     * REPORTED LUNS DATA HAS CHANGED), then the target's sessions are logged out cleanly, which also waits for the
-     * commands running on the LUN, and only then is its chain flushed and closed.
+     * it, the sessions stay: the LUN leaves the table (its number answers LOGICAL UNIT NOT SUPPORTED, the other
+     * LUNs report REPORTED LUNS DATA HAS CHANGED), the commands still running on it finish, then its chain is
+     * flushed and closed.
      */
     synchronized String deleteLun(String iqn, int lun, boolean force) throws IOException {
         LiveTarget target = require(iqn);
@@ -188,12 +190,25 @@ final class LiveTargets implements AutoCloseable {
         if (!sessions.isEmpty() && !force) {
             throw new IllegalArgumentException(inUse("LUN " + lun + " of " + iqn, sessions));
         }
-        target.scsi.removeUnit(lun);
-        // A session that logged in after the check could have a command on the unit: end it as --force would.
-        int ended = target.scsi.nexuses().isEmpty() ? 0 : iscsi.endSessions(iqn, name -> true);
+        detach(target, lun);
         closeLun(target, lun);
         target.config = withLuns(target.config, target.stacks);
-        return "deleted LUN " + lun + " of " + iqn + (ended > 0 ? " (" + ended + " sessions logged out)" : "");
+        return "deleted LUN " + lun + " of " + iqn + (sessions.isEmpty() ? "" : "; its " + sessions.size()
+                + " sessions were told REPORTED LUNS DATA HAS CHANGED");
+    }
+
+    /** Takes the unit out of its target's table and waits for the commands that found it before. */
+    private void detach(LiveTarget target, int lun) {
+        LogicalUnit unit = target.scsi.removeUnit(lun);
+        try {
+            if (!unit.detachAndAwaitIdle(COMMAND_DRAIN_MILLIS)) {
+                log.warn("{}/lun{}: commands still running {} ms after the LUN was removed; closing it anyway",
+                        target.config.iqn(), lun, COMMAND_DRAIN_MILLIS);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while LUN " + lun + " finished its commands", e);
+        }
     }
 
     synchronized String setReadOnly(String iqn, int lun, boolean readOnly) {

@@ -37,8 +37,8 @@ import org.slf4j.LoggerFactory;
 /**
  * A running stripestack: arrays assembled, LUN stacks built, the iSCSI server listening, the admin socket
  * open; afterwards targets, LUNs, ACLs and CHAP change at run time through {@link LiveTargets} (the admin
- * socket's verbs, {@link AdminVerbs}). {@link #close()} is the orderly shutdown (SIGTERM): stop accepting, drain in-flight commands,
- * flush every stack, mark the arrays clean.
+ * socket's verbs, {@link AdminVerbs}). {@link #close()} is the orderly shutdown (SIGTERM): stop accepting,
+ * drain in-flight commands, flush every stack, mark the arrays clean.
  *
  * <p>Threads: started and closed by one thread (the CLI's main thread or a test); the iSCSI event
  * loops, the {@code scsi-io} worker pool, the admin worker (the one thread that changes targets at run time)

@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.stripestack.initiator.InitiatorOptions;
 import io.stripestack.initiator.IscsiInitiator;
 import io.stripestack.initiator.IscsiUrl;
+import io.stripestack.initiator.ScsiCommandException;
 import io.stripestack.targetserver.config.ConfigLoader;
 import io.stripestack.targetserver.config.StripestackConfig;
 import io.stripestack.targetserver.control.AdminServer;
@@ -245,13 +246,20 @@ class LiveAdministrationTest {
                     assertThrows(IOException.class, () -> IscsiInitiator.login(IscsiUrl.parse(url(server, LIVE, 0)),
                             InitiatorOptions.defaults().withInitiatorIqn(me)).close(), "and it may not log in again");
                 }
-                IscsiInitiator third = IscsiInitiator.login(IscsiUrl.parse(url(server, LIVE, 0)),
+                admin(server, "acl add " + LIVE + " " + me);
+                IscsiInitiator onLun1 = IscsiInitiator.login(IscsiUrl.parse(url(server, LIVE, 1)),
                         InitiatorOptions.defaults().withInitiatorIqn(OTHER_INITIATOR));
-                try (third) {
-                    third.testUnitReady();
+                IscsiInitiator onLun0 = IscsiInitiator.login(IscsiUrl.parse(url(server, LIVE, 0)),
+                        InitiatorOptions.defaults().withInitiatorIqn(me));
+                try (onLun1; onLun0) {
+                    onLun1.testUnitReady();
+                    onLun0.testUnitReady();
                     String forced = admin(server, "lun delete " + LIVE + " 0 --force");
-                    assertTrue(forced.contains("deleted LUN 0") && forced.contains("1 sessions logged out"), forced);
-                    assertThrows(IOException.class, third::testUnitReady, "--force logged the session out");
+                    assertTrue(forced.contains("deleted LUN 0") && forced.contains("its 2 sessions were told"), forced);
+                    onLun1.testUnitReady(); // past REPORTED LUNS DATA HAS CHANGED, the other LUN works on
+                    ScsiCommandException gone = assertThrows(ScsiCommandException.class, onLun0::testUnitReady);
+                    assertEquals(0x25, gone.asc(), "LOGICAL UNIT NOT SUPPORTED: " + gone.getMessage());
+                    assertTrue(onLun0.isConnected() && onLun1.isConnected(), "--force keeps the sessions");
                 }
                 assertTrue(refused(server, "lun delete " + LIVE + " 0").contains("has no LUN 0"));
                 assertTrue(steady.rounds.get() > 0);
