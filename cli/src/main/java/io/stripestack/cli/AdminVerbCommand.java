@@ -75,6 +75,9 @@ abstract class AdminVerbCommand implements Callable<Integer> {
                     "  stripestack lun delete IQN LUN [--force]   (refused while sessions are logged in, unless --force)",
                     "  stripestack lun set IQN LUN read_only 0|1"})
     static final class Lun extends AdminVerbCommand {
+        private static final List<String> PATH_OPTIONS = List.of("--file", "--key-file", "--luks-key-file",
+                "--luks-passphrase-file");
+
         @Override
         String verb() {
             return "lun";
@@ -82,7 +85,7 @@ abstract class AdminVerbCommand implements Callable<Integer> {
 
         @Override
         boolean isPath(List<String> words, int i) {
-            return i > 0 && List.of("--file", "--key-file", "--luks-key-file", "--luks-passphrase-file").contains(words.get(i - 1));
+            return i > 0 && PATH_OPTIONS.contains(words.get(i - 1));
         }
     }
 

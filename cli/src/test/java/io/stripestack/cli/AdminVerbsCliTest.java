@@ -62,6 +62,17 @@ class AdminVerbsCliTest {
         assertEquals(2, ConfigLoader.load(config).targets().size());
     }
 
+    @Test
+    void eachVerbExplainsItself() {
+        ok(cli("lun", "--help"), "stripestack lun create IQN LUN --file PATH [--size SIZE]");
+        ok(cli("chap", "--help"), "stripestack chap set IQN USER SECRET_FILE [--mutual]");
+        ok(cli("saveconfig", "--help"), "Comments outside the targets: section are kept");
+        Outcome help = cli("--help");
+        for (String verb : new String[] {"ls", "target", "lun", "acl", "chap", "saveconfig"}) {
+            assertTrue(help.out().contains("  " + verb + " "), verb + " listed: " + help.out());
+        }
+    }
+
     private static void ok(Outcome o, String expected) {
         assertEquals(0, o.code(), o.err());
         assertTrue(o.out().contains(expected), o.out());

@@ -16,10 +16,10 @@ import org.yaml.snakeyaml.nodes.ScalarNode;
 /**
  * {@code saveconfig}: writes the running targets into a configuration file. Only the top-level {@code targets:}
  * section is written anew; every other line of the file (data_dir, server, arrays, their comments and layout)
- * is kept as it is, and comments inside the targets section are not (comment lines at column 0 at the end of the
- * section stay: they usually introduce the next top-level key). The result is parsed as the server would load it before anything is
- * written, so a state that would not load back is refused and the file left alone; then it replaces the file
- * atomically ({@link AtomicFile}). Stateless.
+ * is kept as it is, and comments inside the targets section are not (comment lines at column 0 at the end of
+ * the section stay: they usually introduce the next top-level key). The result is parsed as the server would
+ * load it before anything is written, so a state that would not load back is refused and the file left alone;
+ * then it replaces the file atomically ({@link AtomicFile}). Stateless.
  */
 public final class ConfigSaver {
     /** What the operator is told about comments, in the answer and in docs/operations.md. */
@@ -33,9 +33,9 @@ public final class ConfigSaver {
      * @param baseText the configuration text whose other sections are kept
      * @param file     where to write (named in errors)
      * @param workDir  where a relative data_dir resolves, as when the server loads the file
-     * @return the configuration the written file loads to
+     * @return how many targets the written file holds
      */
-    public static StripestackConfig save(Path file, String baseText, List<TargetConfig> targets, Path dataDir,
+    public static int save(Path file, String baseText, List<TargetConfig> targets, Path dataDir,
             Path workDir) throws IOException {
         String text = withTargets(baseText, TargetsYaml.render(targets, dataDir));
         StripestackConfig reloaded;
@@ -45,8 +45,15 @@ public final class ConfigSaver {
             throw new IOException("not saved: the running state would not load back (" + e.getMessage()
                     + "); " + file + " is unchanged", e);
         }
+        for (TargetConfig t : reloaded.targets()) { // the check read the secret files: zero what it read
+            for (StripestackConfig.ChapConfig c : new StripestackConfig.ChapConfig[] {t.chap(), t.mutualChap()}) {
+                if (c != null) {
+                    java.util.Arrays.fill(c.secret(), '\0');
+                }
+            }
+        }
         AtomicFile.write(file, text.getBytes(StandardCharsets.UTF_8));
-        return reloaded;
+        return reloaded.targets().size();
     }
 
     /** {@code text} with its top-level targets section replaced by {@code section} (appended if it has none). */

@@ -243,8 +243,8 @@ final class AdminVerbs {
         } catch (ConfigException e) {
             throw new IOException(e.getMessage(), e);
         }
-        StripestackConfig saved = ConfigSaver.save(file, base, live.runningTargets(), config.dataDir(), Path.of(""));
-        return "saved " + saved.targets().size() + " targets to " + file.toAbsolutePath().normalize()
+        int saved = ConfigSaver.save(file, base, live.runningTargets(), config.dataDir(), Path.of(""));
+        return "saved " + saved + " targets to " + file.toAbsolutePath().normalize()
                 + " atomically (" + ConfigSaver.COMMENTS_NOTE + ")";
     }
 
