@@ -102,7 +102,11 @@ class LiveAdministrationTest {
         final Future<?> done;
 
         SteadyLoad(StripestackServer server) throws IOException {
-            IscsiInitiator session = IscsiInitiator.login(IscsiUrl.parse(url(server, STEADY, 0)),
+            this(server, STEADY, 0);
+        }
+
+        SteadyLoad(StripestackServer server, String iqn, int lun) throws IOException {
+            IscsiInitiator session = IscsiInitiator.login(IscsiUrl.parse(url(server, iqn, lun)),
                     InitiatorOptions.defaults().withInitiatorIqn("iqn.2026-11.io.example:steady"));
             done = thread.submit(() -> {
                 try (session) {
@@ -129,6 +133,14 @@ class LiveAdministrationTest {
                 }
                 return null;
             });
+        }
+
+        /** Rethrows the load's error at once if it stopped by itself. */
+        void check() throws Exception {
+            if (done.isDone()) {
+                done.get();
+                throw new AssertionError("the load stopped by itself");
+            }
         }
 
         @Override
@@ -264,6 +276,26 @@ class LiveAdministrationTest {
                 assertTrue(refused(server, "lun delete " + LIVE + " 0").contains("has no LUN 0"));
                 assertTrue(steady.rounds.get() > 0);
             }
+        }
+    }
+
+    @Test
+    void lunsComingAndGoingBesideALunInUseNeverDisturbItsVerifiedIo() throws Exception {
+        try (StripestackServer server = StripestackServer.start(ConfigLoader.load(configFile()))) {
+            admin(server, "lun create " + STEADY + " 1 --ram 16M");
+            try (SteadyLoad sameTarget = new SteadyLoad(server, STEADY, 1)) {
+                for (int round = 0; round < 20; round++) {
+                    long before = sameTarget.rounds.get();
+                    sameTarget.check();
+                    assertTrue(admin(server, "lun create " + STEADY + " 2 --ram 1M").contains("REPORTED LUNS DATA HAS CHANGED"));
+                    assertTrue(admin(server, "lun delete " + STEADY + " 2 --force").contains("were told"));
+                    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                    while (sameTarget.rounds.get() == before && System.nanoTime() < until) {
+                        Thread.sleep(1);
+                    }
+                    assertTrue(sameTarget.rounds.get() > before, "the session goes on after round " + round);
+                }
+            } // close() rethrows any error the session saw
         }
     }
 
