@@ -88,6 +88,7 @@ final class CommandPath {
             throw new IllegalArgumentException(length + " bytes is not a multiple of the " + blockSize + "-byte block");
         }
         TaskSlot t = slots.acquire();
+        boolean completed = false;
         try {
             t.start(data, length, read);
             boolean write = !read && data != null;
@@ -134,10 +135,13 @@ final class CommandPath {
                 throw new IOException(description + ": READ(16) at LBA " + lba + " returned "
                         + (length - t.residual()) + " of " + length + " bytes");
             }
+            completed = true;
         } finally {
             if (data != null) {
+                // A read that failed (a UNIT ATTENTION to retry) leaves the buffer as it was given, so the retry
+                // asks for the whole length again instead of for the nothing that would remain.
                 data.limit(t.base + length);
-                data.position(read ? t.base + length : t.base);
+                data.position(read && completed ? t.base + length : t.base);
             }
             slots.release(t);
         }

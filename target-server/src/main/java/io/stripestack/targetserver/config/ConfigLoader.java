@@ -24,7 +24,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.regex.Pattern;
 import org.yaml.snakeyaml.LoaderOptions;
 import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.error.MarkedYAMLException;
@@ -36,7 +35,6 @@ import org.yaml.snakeyaml.nodes.Node;
  * current directory ({@code data_dir} itself); see docs/configuration.md.
  */
 public final class ConfigLoader {
-    private static final Pattern IQN = Pattern.compile("(iqn\\.\\d{4}-\\d{2}\\.[^\\s:]+(:[^\\s]+)?|eui\\.[0-9A-Fa-f]{16}|naa\\.[0-9A-Fa-f]{16,32})");
     static final List<String> LAYOUTS = List.of("left-asymmetric", "right-asymmetric", "left-symmetric", "right-symmetric");
 
     private ConfigLoader() {
@@ -118,7 +116,9 @@ public final class ConfigLoader {
         long dataInPerSession = ServerDefaults.DATA_IN_PER_SESSION;
         int maxConnections = ServerDefaults.MAX_CONNECTIONS;
         int authFailureDelayMillis = ServerDefaults.AUTH_FAILURE_DELAY_MILLIS;
+        boolean autosave = false;
         if (n != null) {
+            autosave = boolOr(n.child("autosave"), false);
             YamlNode p = n.child("portals");
             if (p != null) {
                 for (YamlNode item : p.list()) {
@@ -182,7 +182,8 @@ public final class ConfigLoader {
         }
         return new ServerConfig(List.copyOf(portals), List.copyOf(advertise), tpgt, queueDepth, ioThreads, mrdsl,
                 maxBurst, firstBurst, immediateData, initialR2T, nopIn, admin, metrics, readaheadBudget, writeBufferBudget,
-                new StripestackConfig.SessionLimits(dataInBudget, dataInPerSession, maxConnections, authFailureDelayMillis));
+                new StripestackConfig.SessionLimits(dataInBudget, dataInPerSession, maxConnections, authFailureDelayMillis),
+                autosave);
     }
 
     private static boolean isLoopback(String host) {
@@ -266,7 +267,7 @@ public final class ConfigLoader {
     private static TargetConfig target(YamlNode n, Path dataDir, Map<String, ArrayConfig> arrays,
             Set<String> arraysUsed) throws ConfigException {
         String iqn = n.required("iqn").string().trim();
-        if (!IQN.matcher(iqn).matches()) {
+        if (!IscsiNames.valid(iqn)) {
             throw n.required("iqn").error("'" + iqn + "' is not an iSCSI name (iqn.YYYY-MM.reversed.domain[:name])");
         }
         YamlNode aliasNode = n.child("alias");
@@ -305,6 +306,7 @@ public final class ConfigLoader {
             throw n.error("give exactly one of 'secret' or 'secret_file'");
         }
         char[] secret;
+        Path secretFile = null;
         if (inline != null) {
             secret = inline.string().toCharArray();
             if (secret.length < ChapSecretFile.MIN_LENGTH) {
@@ -312,14 +314,15 @@ public final class ConfigLoader {
                 throw inline.error("CHAP secrets must be at least 12 characters (RFC 7143 section 12.1.3)");
             }
         } else {
+            secretFile = dataDir.resolve(file.string());
             try {
-                secret = ChapSecretFile.read(dataDir.resolve(file.string()));
+                secret = ChapSecretFile.read(secretFile);
             } catch (IOException e) {
                 throw file.error(e.getMessage());
             }
         }
         n.rejectUnknownKeys();
-        return new ChapConfig(user, secret);
+        return new ChapConfig(user, secret, secretFile);
     }
 
     private static LunConfig lun(YamlNode n, Path dataDir, Map<String, ArrayConfig> arrays, Set<String> arraysUsed)

@@ -18,11 +18,13 @@ public record StripestackConfig(Path file, Path dataDir, ServerConfig server, Ma
     /**
      * Bind addresses, what SendTargets advertises (empty: the address each discovery connection arrived
      * on, so port 0 and wildcard binds advertise something reachable), and iSCSI limits offered at login.
+     * {@code autosave}: every administration change is saved to the configuration file at once (saveconfig).
      */
     public record ServerConfig(List<Portal> portals, List<Portal> advertise, int portalGroupTag, int queueDepth,
             int ioThreads, int maxRecvDataSegmentLength, int maxBurstLength, int firstBurstLength,
             boolean immediateData, boolean initialR2T, int nopInIntervalSeconds, Path adminSocket,
-            Portal metrics, long readaheadBudget, long writeBufferBudget, SessionLimits sessionLimits) {
+            Portal metrics, long readaheadBudget, long writeBufferBudget, SessionLimits sessionLimits,
+            boolean autosave) {
     }
 
     /**
@@ -65,10 +67,11 @@ public record StripestackConfig(Path file, Path dataDir, ServerConfig server, Ma
         }
     }
 
-    public record ChapConfig(String user, char[] secret) {
+    /** {@code secretFile}: where the secret was read from, or null when it is inline in the configuration. */
+    public record ChapConfig(String user, char[] secret, Path secretFile) {
         @Override
         public String toString() {
-            return "ChapConfig[user=" + user + ", secret=<hidden>]";
+            return "ChapConfig[user=" + user + ", secret=<hidden>, secretFile=" + secretFile + "]";
         }
     }
 
