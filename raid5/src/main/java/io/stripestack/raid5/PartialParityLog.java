@@ -110,6 +110,8 @@ final class PartialParityLog {
         final ArrayDeque<Row> waiting = new ArrayDeque<>();
         /** A row thread is writing a unit. */
         boolean writing;
+        /** Switched off ({@link #retire}): no unit is written any more. */
+        boolean retired;
         /** Rows whose unit is durable and whose member writes have not finished. */
         int rowsInFlight;
         /** Where the next unit goes, from the start of the area. */
@@ -206,13 +208,14 @@ final class PartialParityLog {
     }
 
     /**
-     * Makes {@code row}'s entry durable in its parity member's log; returns when it is, or when that
-     * member failed (then it is faulty and the row's parity is not written). Pair with {@link #done}.
+     * Makes {@code row}'s entry durable in its parity member's log; returns true when it is, or when that
+     * member failed (then it is faulty and the row's parity is not written): pair with {@link #done}.
+     * Returns false, logging nothing, once the log is {@link #retire retired}.
      *
      * @throws IOException when the unit could not be written otherwise; the row then must not touch the
      *                     members, and is not to be paired with {@link #done}
      */
-    void log(Row row) throws IOException {
+    boolean log(Row row) throws IOException {
         MemberLog log = logs[row.parityRole];
         int taken;
         int offset;
@@ -225,21 +228,26 @@ final class PartialParityLog {
             row.logged = false;
             row.failed = false;
             log.waiting.addLast(row);
-            while (!row.logged && (log.writing || log.waiting.peekFirst() != row)) {
+            while (!row.logged && !log.retired && (log.writing || log.waiting.peekFirst() != row)) {
                 try {
                     log.wait();
                 } catch (InterruptedException e) {
                     interrupted = true;
                 }
             }
+            if ((row.logged || log.retired) && interrupted) {
+                Thread.currentThread().interrupt();
+            }
             if (row.logged) {
-                if (interrupted) {
-                    Thread.currentThread().interrupt();
-                }
                 if (row.failed) {
                     throw new IOException(name + ": the partial parity log unit holding this write failed; see the log");
                 }
-                return;
+                return true;
+            }
+            if (log.retired) {
+                log.waiting.remove(row);
+                log.notifyAll();
+                return false;
             }
             taken = 0;
             int unitBytes = PplHeader.BYTES;
@@ -318,6 +326,31 @@ final class PartialParityLog {
         }
         if (row.failed) {
             throw new IOException(name + ": the partial parity log unit holding this write failed; see the log");
+        }
+        return true;
+    }
+
+    /**
+     * Switches the log off: returns once no unit is being written, and none is written after (waiting
+     * rows are told so by {@link #log}), so another log can take the areas over.
+     */
+    void retire() {
+        boolean interrupted = false;
+        for (MemberLog log : logs) {
+            synchronized (log) {
+                log.retired = true;
+                log.notifyAll();
+                while (log.writing) {
+                    try {
+                        log.wait();
+                    } catch (InterruptedException e) {
+                        interrupted = true;
+                    }
+                }
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
         }
     }
 

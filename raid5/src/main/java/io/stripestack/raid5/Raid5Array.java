@@ -334,6 +334,12 @@ public final class Raid5Array extends MeteredBlockDevice {
      */
     @Override
     public void close() throws IOException {
+        synchronized (policySwitch) {   // a policy switch under way writes the superblocks before the clean ones
+            closeUnderSwitchLock();
+        }
+    }
+
+    private void closeUnderSwitchLock() throws IOException {
         if (members.closed) {
             return;
         }

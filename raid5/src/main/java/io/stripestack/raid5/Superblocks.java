@@ -103,6 +103,11 @@ final class Superblocks {
         return why[0] == null ? placed : null;
     }
 
+    /** Whether the array keeps a partial parity log (the members say so once no resync is pending). */
+    boolean hasPartialParityLogLocked() {
+        return partialParityLog;
+    }
+
     /** Records on every member that a partial parity log is kept from now on (or no longer). */
     void switchPartialParityLogLocked(boolean on, Md1Superblock placement) {
         if (bitmap != null) {
@@ -175,6 +180,9 @@ final class Superblocks {
                 }
             }
         }
+        // A log names only the rows written since it started: while parity may be stale elsewhere (a resync
+        // pending or running) the members must not say ppl, or a restart would replay the log and skip the resync.
+        boolean logRecorded = partialParityLog && !sync.resyncPendingLocked();
         List<MemberSet.Member> newlyFailed = new ArrayList<>();
         long bitmapFailed = 0;
         if (bitmap != null) {
@@ -186,12 +194,12 @@ final class Superblocks {
             if (!m.holdsRole()) {
                 continue;
             }
-            if ((bitmapFailed & (1L << m.role)) != 0 || !writeSuperblock(t, m)) {
+            if ((bitmapFailed & (1L << m.role)) != 0 || !writeSuperblock(t, m, logRecorded)) {
                 newlyFailed.add(m);
             }
         }
         for (MemberSet.Member spare : members.spares) {
-            if (!writeSuperblock(t, spare)) {
+            if (!writeSuperblock(t, spare, logRecorded)) {
                 members.spares.remove(spare);
                 t.devRoles[spare.devNumber] = Md1Superblock.ROLE_FAULTY;
                 members.retired.add(spare.device);
@@ -204,7 +212,7 @@ final class Superblocks {
     }
 
     /** Writes one device's superblock; false (logged) if the write fails. */
-    private boolean writeSuperblock(Md1Superblock t, MemberSet.Member m) {
+    private boolean writeSuperblock(Md1Superblock t, MemberSet.Member m, boolean logRecorded) {
         Md1Superblock sb = t.copy();
         sb.devNumber = m.devNumber;
         sb.deviceUuid = m.deviceUuid;
@@ -212,7 +220,7 @@ final class Superblocks {
         boolean rebuilding = m.role >= 0 && m.state == Raid5Status.MemberState.REBUILDING;
         sb.featureMap = (rebuilding ? Md1Superblock.FEATURE_RECOVERY_OFFSET : 0)
                 | (bitmap != null ? Md1Superblock.FEATURE_BITMAP : 0)
-                | (partialParityLog ? PartialParityLog.featureBits(t) : 0);
+                | (logRecorded ? PartialParityLog.featureBits(t) : 0);
         sb.bitmapOffset = bitmap != null ? WriteIntentBitmap.OFFSET_SECTORS : 0;
         sb.recoveryOffset = rebuilding ? geo.sectors(recoveryCheckpointRows) : 0;
         try {

@@ -713,6 +713,9 @@ final class SyncEngine {
             case RESYNC -> {
                 needsResync = false;
                 resyncDirtyRegionsOnly = false;
+                if (superblocks.hasPartialParityLogLocked()) {
+                    superblocks.writeLocked(false);   // now the members may say ppl
+                }
                 LOG.info("{}: resync complete", name);
             }
             case CHECK, REPAIR -> LOG.info("{}: {} complete, mismatch_cnt {}", name, op.label, mismatchSectors);
