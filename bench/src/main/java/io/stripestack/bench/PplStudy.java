@@ -69,7 +69,8 @@ final class PplStudy implements Study {
                     Probe[] probes = {
                             Probe.layerCounter(raid.stats(), "ppl_writes"),
                             Probe.layerCounter(raid.stats(), "ppl_rows"),
-                            Probe.layerCounter(raid.stats(), "ppl_bytes")};
+                            Probe.layerCounter(raid.stats(), "ppl_bytes"),
+                            Probe.layerCounter(raid.stats(), "ppl_ordering_flushes")};
                     trials.add(new Bench.Trial(POLICIES.get(a).mdName() + " " + p.label,
                             () -> new OffsetView(raid, 0, false), w, probes));
                 }
@@ -97,6 +98,7 @@ final class PplStudy implements Study {
                 Column.stat("ppl_writes_per_gib", "log writes/GiB", 0),
                 Column.stat("ppl_rows_per_gib", "logged rows/GiB", 0),
                 Column.stat("ppl_mib_per_gib", "log MiB/GiB", 1),
+                Column.stat("ppl_ordering_flushes_per_gib", "ordering flushes/GiB", 0),
                 Column.number("mbps_vs_resync", "vs resync", 2)));
         List<String> groups = new ArrayList<>();
         for (Pattern p : patterns) {
@@ -116,7 +118,7 @@ final class PplStudy implements Study {
                 Measured m = results.get(i * POLICIES.size() + a);
                 Stat[] c = m.perGib();
                 table.add(p.label, POLICIES.get(a).mdName(), p.queueDepth, m.megabytesPerSecond(), m.cpuMillisPerGib(),
-                        c[0], c[1], c[2].scaled(mib), Stat.ratio(m.megabytesPerSecond().median(), baseline));
+                        c[0], c[1], c[2].scaled(mib), c[3], Stat.ratio(m.megabytesPerSecond().median(), baseline));
                 chart.set(a, i, m.megabytesPerSecond());
             }
         }

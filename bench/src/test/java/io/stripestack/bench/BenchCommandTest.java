@@ -184,7 +184,8 @@ class BenchCommandTest {
         List<String[]> rows = csvRows("ppl", "pattern,policy,queue_depth,mbps,mbps_min,mbps_max,cpu_ms_per_gib,"
                 + "cpu_ms_per_gib_min,cpu_ms_per_gib_max,ppl_writes_per_gib,ppl_writes_per_gib_min,ppl_writes_per_gib_max,"
                 + "ppl_rows_per_gib,ppl_rows_per_gib_min,ppl_rows_per_gib_max,ppl_mib_per_gib,ppl_mib_per_gib_min,"
-                + "ppl_mib_per_gib_max,mbps_vs_resync");
+                + "ppl_mib_per_gib_max,ppl_ordering_flushes_per_gib,ppl_ordering_flushes_per_gib_min,"
+                + "ppl_ordering_flushes_per_gib_max,mbps_vs_resync");
         assertEquals(15, rows.size(), "5 patterns x 3 policies");
         for (String[] row : rows) {
             assertPositive(row, 3);
@@ -195,6 +196,7 @@ class BenchCommandTest {
         String[] full = find(rows, "full stripe sequential", "ppl");
         assertTrue(Double.parseDouble(small[15]) > Double.parseDouble(full[15]),
                 "small writes log partial parity, full stripes only headers");
+        assertEquals(0.0, Double.parseDouble(full[18]), "full-row entries carry no partial parity to order");
         assertEquals(15, bars("ppl"));
     }
 

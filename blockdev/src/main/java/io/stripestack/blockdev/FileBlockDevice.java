@@ -33,8 +33,9 @@ import org.slf4j.LoggerFactory;
  * of the file a flush would cost. In direct mode it is a write and a flush.
  *
  * <p>Concurrency: FileChannel positional reads and writes are safe from many threads at once and do not
- * serialise on the channel's position. The O_DSYNC channel is opened once, on the first durable write,
- * under this object's monitor; no other state is mutable.
+ * serialise on the channel's position. The O_DSYNC channel is opened with the main one (a writable file
+ * not in direct mode) and closed with it, on the same file: never reopened by path later, where it could
+ * meet another file, or be left open after close. No other state is mutable.
  */
 public final class FileBlockDevice extends MeteredBlockDevice {
     private static final Logger log = LoggerFactory.getLogger(FileBlockDevice.class);
@@ -50,14 +51,15 @@ public final class FileBlockDevice extends MeteredBlockDevice {
     private static final int LOCK_STRIPES = 256;
     /** Direct mode only: write locks striped by aligned block index (see the class comment). */
     private final java.util.concurrent.locks.ReentrantLock[] blockLocks;
-    /** The O_DSYNC channel of durable writes, opened on the first one; guarded by this. */
-    private FileChannel durableChannel;
+    /** The O_DSYNC channel of durable writes; null when read-only or direct (then a write and a flush). */
+    private final FileChannel durableChannel;
 
-    private FileBlockDevice(Path path, FileChannel channel, long size, int blockSize, boolean readOnly,
-            int directAlignment) {
+    private FileBlockDevice(Path path, FileChannel channel, FileChannel durableChannel, long size, int blockSize,
+            boolean readOnly, int directAlignment) {
         super(path.toString());
         this.path = path;
         this.channel = channel;
+        this.durableChannel = durableChannel;
         this.size = size;
         this.blockSize = blockSize;
         this.readOnly = readOnly;
@@ -84,6 +86,7 @@ public final class FileBlockDevice extends MeteredBlockDevice {
             options.add(ExtendedOpenOption.DIRECT);
         }
         FileChannel channel = FileChannel.open(path, options.toArray(new OpenOption[0]));
+        FileChannel durable = null;
         try {
             lockExclusively(path, channel, readOnly);
             warnIfOthersMayAccess(path);
@@ -95,8 +98,14 @@ public final class FileBlockDevice extends MeteredBlockDevice {
                 }
             }
             int alignment = direct ? (int) Math.max(blockSize, Files.getFileStore(path).getBlockSize()) : 0;
-            return new FileBlockDevice(path, channel, size - size % blockSize, blockSize, readOnly, alignment);
+            if (!readOnly && !direct) {
+                durable = FileChannel.open(path, StandardOpenOption.WRITE, StandardOpenOption.DSYNC);
+            }
+            return new FileBlockDevice(path, channel, durable, size - size % blockSize, blockSize, readOnly, alignment);
         } catch (IOException | RuntimeException e) {
+            if (durable != null) {
+                durable.close();
+            }
             channel.close();
             throw e;
         }
@@ -385,26 +394,18 @@ public final class FileBlockDevice extends MeteredBlockDevice {
 
     @Override
     protected void writeBlocksDurable(long offset, ByteBuffer src) throws IOException {
-        if (readOnly || directAlignment != 0) {
+        if (durableChannel == null) {
             super.writeBlocksDurable(offset, src);
             return;
         }
-        FileChannel durable = durableChannel();
         try {
             long position = offset;
             while (src.hasRemaining()) {
-                position += durable.write(src, position);
+                position += durableChannel.write(src, position);
             }
         } catch (IOException e) {
             throw explained(path, e);
         }
-    }
-
-    private synchronized FileChannel durableChannel() throws IOException {
-        if (durableChannel == null) {
-            durableChannel = FileChannel.open(path, StandardOpenOption.WRITE, StandardOpenOption.DSYNC);
-        }
-        return durableChannel;
     }
 
     @Override
@@ -416,12 +417,13 @@ public final class FileBlockDevice extends MeteredBlockDevice {
 
     @Override
     public void close() throws IOException {
-        synchronized (this) {
+        try {
             if (durableChannel != null) {
                 durableChannel.close();
             }
+        } finally {
+            channel.close();
         }
-        channel.close();
     }
 
     @Override

@@ -6,7 +6,9 @@ import picocli.CommandLine.Command;
 /** The {@code stripestack} command: {@code bin/stripestack COMMAND ...}; {@code --help} on each. */
 @Command(name = "stripestack", mixinStandardHelpOptions = true, version = "stripestack 0.1.0",
         description = "User-space iSCSI target exporting dm-crypt-on-md-RAID-5 compatible stacks.",
-        subcommands = {ServeCommand.class, CreateCommand.class, LuksCommand.class, CtlCommand.class, StatusCommand.class, io.stripestack.bench.BenchCommand.class, io.stripestack.bench.soak.SoakCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {ServeCommand.class, CreateCommand.class, LuksCommand.class, CtlCommand.class, StatusCommand.class,
+                AdminVerbCommand.Ls.class, AdminVerbCommand.Target.class, AdminVerbCommand.Lun.class, AdminVerbCommand.Acl.class,
+                AdminVerbCommand.Chap.class, AdminVerbCommand.SaveConfig.class, io.stripestack.bench.BenchCommand.class, io.stripestack.bench.soak.SoakCommand.class, CommandLine.HelpCommand.class})
 public final class StripestackCli {
 
     public static void main(String[] args) {

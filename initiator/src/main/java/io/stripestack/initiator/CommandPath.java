@@ -62,9 +62,14 @@ final class CommandPath {
 
     /** Runs the command, retrying it after a UNIT ATTENTION a few times. */
     void execute(int opcode, long lba, ByteBuffer data) throws IOException {
+        execute(opcode, 0, lba, data);
+    }
+
+    /** As {@link #execute(int, long, ByteBuffer)} with CDB byte 1 flags ({@link ScsiCdb#FUA}). */
+    void execute(int opcode, int cdbFlags, long lba, ByteBuffer data) throws IOException {
         for (int attempt = 0; ; attempt++) {
             try {
-                executeOnce(opcode, lba, data);
+                executeOnce(opcode, cdbFlags, lba, data);
                 return;
             } catch (ScsiCommandException e) {
                 if (e.senseKey() != ScsiCommandException.SENSE_UNIT_ATTENTION || attempt >= UNIT_ATTENTION_RETRIES) {
@@ -75,7 +80,7 @@ final class CommandPath {
         }
     }
 
-    private void executeOnce(int opcode, long lba, ByteBuffer data) throws IOException {
+    private void executeOnce(int opcode, int cdbFlags, long lba, ByteBuffer data) throws IOException {
         lifecycle.ensureOpen();
         boolean read = ScsiCdb.readsData(opcode);
         int length = data == null ? 0 : data.remaining();
@@ -83,6 +88,7 @@ final class CommandPath {
             throw new IllegalArgumentException(length + " bytes is not a multiple of the " + blockSize + "-byte block");
         }
         TaskSlot t = slots.acquire();
+        boolean completed = false;
         try {
             t.start(data, length, read);
             boolean write = !read && data != null;
@@ -103,7 +109,7 @@ final class CommandPath {
             Bhs.putLun(h, lunField);
             Bhs.putItt(h, t.itt);
             Bhs.putExpectedDataTransferLength(h, length);
-            ScsiCdb.fill(h, opcode, lba, length, blockSize);
+            ScsiCdb.fill(h, opcode, cdbFlags, lba, length, blockSize);
             sendLock.lock();
             try {
                 Bhs.putCmdSn(h, sequence.takeCmdSn(timeout, lifecycle));
@@ -129,10 +135,13 @@ final class CommandPath {
                 throw new IOException(description + ": READ(16) at LBA " + lba + " returned "
                         + (length - t.residual()) + " of " + length + " bytes");
             }
+            completed = true;
         } finally {
             if (data != null) {
+                // A read that failed (a UNIT ATTENTION to retry) leaves the buffer as it was given, so the retry
+                // asks for the whole length again instead of for the nothing that would remain.
                 data.limit(t.base + length);
-                data.position(read ? t.base + length : t.base);
+                data.position(read && completed ? t.base + length : t.base);
             }
             slots.release(t);
         }

@@ -8,7 +8,7 @@ import java.nio.channels.SocketChannel;
 /**
  * A small RFC 7143 initiator on a plain blocking socket: one session, one connection, one LUN. Login with
  * AuthMethod None or one-way CHAP (MD5), operational negotiation (the target's answers are honoured), and
- * READ(16), WRITE(16) (immediate data, unsolicited Data-Out, R2T-driven Data-Out), SYNCHRONIZE CACHE(16),
+ * READ(16), WRITE(16) with or without FUA (immediate data, unsolicited Data-Out, R2T-driven Data-Out), SYNCHRONIZE CACHE(16),
  * READ CAPACITY(16), TEST UNIT READY, Logout. Target NOP-In pings are answered. Digests are not offered.
  * Enough to drive stripestack, tgtd or any other target from the soak tool and from tests.
  *
@@ -58,7 +58,8 @@ public final class IscsiInitiator implements Closeable {
 
     /**
      * Connects, logs in to {@code url}'s target (CHAP when the URL carries a user and secret; the URL's secret
-     * is not cleared here), clears the power-on UNIT ATTENTION and reads the capacity.
+     * is not cleared here), clears the power-on UNIT ATTENTION and reads the capacity. The login as a whole
+     * gets the command timeout ({@link LoginDeadline}), so a target that accepts but never answers fails it.
      *
      * @throws IscsiLoginException when the target refuses the login, naming the reason and the fix
      */
@@ -70,11 +71,18 @@ public final class IscsiInitiator implements Closeable {
         ConnectionLifecycle lifecycle = new ConnectionLifecycle(description, socket, sequence, slots);
         PduChannel pdus = new PduChannel(socket, lifecycle);
         Negotiated negotiated;
+        LoginDeadline deadline = new LoginDeadline(lifecycle, options.commandTimeout());
         try {
             negotiated = LoginNegotiation.negotiate(pdus, sequence, url, options, description);
         } catch (IOException | RuntimeException e) {
             lifecycle.close();
+            if (deadline.expired()) {
+                throw new IOException(description + ": no answer to the login within "
+                        + deadline.timeout().toSeconds() + " s (is the target hung?)", e);
+            }
             throw e;
+        } finally {
+            deadline.close();
         }
         NopResponder nopResponder = new NopResponder(pdus, sequence, lifecycle);
         IscsiInitiator initiator = new IscsiInitiator(description, negotiated, lifecycle, slots,
@@ -128,6 +136,14 @@ public final class IscsiInitiator implements Closeable {
     /** WRITE(16) of {@code src.remaining()} bytes at {@code lba}; src's position and limit are left as they were. */
     public void write16(long lba, ByteBuffer src) throws IOException {
         commands.execute(ScsiCdb.WRITE_16, lba, src);
+    }
+
+    /**
+     * WRITE(16) with FUA: returns once the target has the bytes on its medium, without flushing anything else
+     * it caches; src's position and limit are left as they were.
+     */
+    public void write16Fua(long lba, ByteBuffer src) throws IOException {
+        commands.execute(ScsiCdb.WRITE_16, ScsiCdb.FUA, lba, src);
     }
 
     /** SYNCHRONIZE CACHE(16) of the whole LUN: returns when the target says everything written is durable. */

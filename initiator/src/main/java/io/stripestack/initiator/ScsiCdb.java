@@ -14,6 +14,8 @@ final class ScsiCdb {
     /** With service action READ CAPACITY(16). */
     static final int SERVICE_ACTION_IN_16 = 0x9e;
     static final int READ_CAPACITY_16_LENGTH = 32;
+    /** WRITE(16) byte 1: Force Unit Access, the write is durable on the medium before GOOD (SBC-4 5.40). */
+    static final int FUA = 0x08;
     private static final int READ_CAPACITY_16_SERVICE_ACTION = 0x10;
 
     private ScsiCdb() {
@@ -23,10 +25,11 @@ final class ScsiCdb {
         return opcode == READ_16 || opcode == SERVICE_ACTION_IN_16;
     }
 
-    /** Writes the CDB into the command header {@code h}, whose CDB bytes are zero. */
-    static void fill(ByteBuffer h, int opcode, long lba, int length, int blockSize) {
+    /** Writes the CDB into the command header {@code h}, whose CDB bytes are zero; {@code flags} go into byte 1. */
+    static void fill(ByteBuffer h, int opcode, int flags, long lba, int length, int blockSize) {
         int cdb = Bhs.CDB_OFFSET;
         h.put(cdb, (byte) opcode);
+        h.put(cdb + 1, (byte) flags);
         switch (opcode) {
             case READ_16, WRITE_16 -> {
                 h.putLong(cdb + 2, lba);

@@ -96,6 +96,11 @@ final class MemberSet {
      * Advanced only by the sync pass as owner of the row's slot (see the class comment).
      */
     volatile long recoveredRows;
+    /**
+     * The rebuilding member is a re-added one ({@link MemberReAdd}): only the bitmap's dirty regions need
+     * rebuilding. Written under the state lock; a spare's rebuild clears it.
+     */
+    volatile boolean rebuildFromBitmap;
     private Superblocks superblocks;
     private SyncEngine sync;
 
@@ -217,7 +222,7 @@ final class MemberSet {
             if (m.state == Raid5Status.MemberState.REBUILDING) {
                 recoveredRows = 0;
                 m.state = Raid5Status.MemberState.FAULTY;
-                sync.requestStopLocked(sync.running() == RowOp.RECOVER);
+                requestSyncStopLocked(RowOp.RECOVER);
                 LOG.error("{}: replacement member {} ({}) failed during its rebuild: {}. The array stays DEGRADED; "
                         + "add another spare", name, role, m.displayName, cause.getMessage());
             } else if (m.state != Raid5Status.MemberState.ACTIVE) {
@@ -226,21 +231,37 @@ final class MemberSet {
                 m.state = Raid5Status.MemberState.FAULTY;
                 if (failedRole >= 0) {
                     failed = true;
-                    sync.requestStopLocked(true);
+                    if (sync != null) {
+                        sync.requestStopLocked(true);
+                    }
                     LOG.error("{}: member {} ({}) failed: {}. A second member is lost ({}): the array has FAILED and "
                             + "refuses all I/O", name, role, m.displayName, cause.getMessage(), describeFaulty());
                 } else {
                     failedRole = role;
-                    sync.requestStopLocked(sync.running() != null);
+                    requestSyncStopLocked(null);
                     LOG.error("{}: member {} ({}) failed: {}. The array is DEGRADED: reads of its chunks are rebuilt "
                             + "from parity. {}", name, role, m.displayName, cause.getMessage(), spares.isEmpty()
                             ? "Add a spare to rebuild onto (another failure would lose data)"
                             : "Rebuilding onto spare " + spares.get(0).displayName);
                 }
             }
+            if (sync == null) {
+                return;   // still opening: the array writes the superblocks, and starts recovery, once connected
+            }
             superblocks.writeLocked(false);
             startRecoveryLocked();
             sync.wakeLocked();
+        }
+    }
+
+    /**
+     * Stops the running sync pass after its row: when it is {@code pass}, or any pass if {@code pass} is null.
+     * Nothing runs before {@link #connect}.
+     */
+    private void requestSyncStopLocked(RowOp pass) {
+        if (sync != null) {
+            RowOp running = sync.running();
+            sync.requestStopLocked(pass == null ? running != null : running == pass);
         }
     }
 
@@ -281,6 +302,7 @@ final class MemberSet {
             retired.add(slot.device);
         }
         recoveredRows = 0;
+        rebuildFromBitmap = false;
         superblocks.rebuildStartsLocked(spare.devNumber, slot.role);
         slot.takeOver(spare);
         slot.state = Raid5Status.MemberState.REBUILDING;

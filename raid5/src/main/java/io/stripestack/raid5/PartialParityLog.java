@@ -7,6 +7,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -37,6 +38,17 @@ import org.slf4j.LoggerFactory;
  * member it names is missing: the older one's partial parity would then be stale). A torn unit loses nothing: its rows
  * had not touched the members. (The kernel, with the same format, writes one unit at a time per member and
  * replays only the newest; an array that crashed under stripestack is recovered by starting it here.)
+ *
+ * <p>A row's partial parity is computed from the data of its other chunks as this process sees them,
+ * which, below a volatile cache, may not be on the media yet. So a unit whose row had an earlier update
+ * over the same columns, in a chunk outside the set it writes, whose member writes were not flushed
+ * since, is written only after those members
+ * are flushed: otherwise, after a power loss, the newer entry (which decides those columns at replay)
+ * would assume data the media never got, and a chunk neither update touched would be rebuilt wrong.
+ * md flushes after every unit; here only such a unit pays a flush (a stream of small writes pays about
+ * one per chunk it crosses at the same columns). The updates done since the last flush are remembered
+ * per member log in a small table hashed by row, of column groups and roles: a collision costs a needless
+ * flush, never a missed one.
  *
  * <p>Concurrency: each member's log state is guarded by that {@link MemberLog}'s monitor; the unit is
  * written outside it by the row thread that leads the batch (any row-updating thread, see
@@ -86,9 +98,20 @@ final class PartialParityLog {
         final Row[] batch = new Row[PplHeader.MAX_ENTRIES];
         final CRC32C crc = new CRC32C();
         // guarded by this:
+        /**
+         * Per hashed row, the column groups (see {@link #columnGroups}) of the row updates whose member
+         * writes finished since this log last flushed the members they wrote.
+         */
+        final long[] unflushedColumns = new long[UNFLUSHED_ROW_SLOTS];
+        /** Per hashed row, the roles those updates wrote. */
+        final long[] unflushedRoles = new long[UNFLUSHED_ROW_SLOTS];
+        /** Roles those updates wrote. */
+        long unflushedMembers;
         final ArrayDeque<Row> waiting = new ArrayDeque<>();
         /** A row thread is writing a unit. */
         boolean writing;
+        /** Switched off ({@link #retire}): no unit is written any more. */
+        boolean retired;
         /** Rows whose unit is durable and whose member writes have not finished. */
         int rowsInFlight;
         /** Where the next unit goes, from the start of the area. */
@@ -108,6 +131,10 @@ final class PartialParityLog {
         }
     }
 
+    private static final int UNFLUSHED_ROW_BITS = 10;
+    /** Rows of {@link MemberLog#unflushedColumns}. */
+    private static final int UNFLUSHED_ROW_SLOTS = 1 << UNFLUSHED_ROW_BITS;
+
     private final String name;
     private final StripeGeometry geo;
     private final MemberSet members;
@@ -121,6 +148,9 @@ final class PartialParityLog {
     private final LongAdder bytesWritten;
     private final LongAdder rowsLogged;
     private final LongAdder areaRestarts;
+    private final LongAdder orderingFlushes;
+    /** Right shift from a block of a chunk to its column group, so a chunk has at most 64 groups. */
+    private final int groupShift;
 
     PartialParityLog(String name, StripeGeometry geo, MemberSet members, Md1Superblock sb, int blockSize, IoStats stats) {
         this.name = name;
@@ -138,6 +168,8 @@ final class PartialParityLog {
         this.bytesWritten = stats.counter("ppl_bytes");
         this.rowsLogged = stats.counter("ppl_rows");
         this.areaRestarts = stats.counter("ppl_area_restarts");
+        this.orderingFlushes = stats.counter("ppl_ordering_flushes");
+        this.groupShift = Math.max(0, Integer.numberOfTrailingZeros(geo.blocksPerChunk) - 6);
     }
 
     /**
@@ -176,17 +208,19 @@ final class PartialParityLog {
     }
 
     /**
-     * Makes {@code row}'s entry durable in its parity member's log; returns when it is, or when that
-     * member failed (then it is faulty and the row's parity is not written). Pair with {@link #done}.
+     * Makes {@code row}'s entry durable in its parity member's log; returns true when it is, or when that
+     * member failed (then it is faulty and the row's parity is not written): pair with {@link #done}.
+     * Returns false, logging nothing, once the log is {@link #retire retired}.
      *
      * @throws IOException when the unit could not be written otherwise; the row then must not touch the
      *                     members, and is not to be paired with {@link #done}
      */
-    void log(Row row) throws IOException {
+    boolean log(Row row) throws IOException {
         MemberLog log = logs[row.parityRole];
         int taken;
         int offset;
         long lapFlush = 0;
+        long orderFlush = 0;
         BlockDevice device;
         boolean fresh;
         boolean interrupted = false;
@@ -194,21 +228,26 @@ final class PartialParityLog {
             row.logged = false;
             row.failed = false;
             log.waiting.addLast(row);
-            while (!row.logged && (log.writing || log.waiting.peekFirst() != row)) {
+            while (!row.logged && !log.retired && (log.writing || log.waiting.peekFirst() != row)) {
                 try {
                     log.wait();
                 } catch (InterruptedException e) {
                     interrupted = true;
                 }
             }
+            if ((row.logged || log.retired) && interrupted) {
+                Thread.currentThread().interrupt();
+            }
             if (row.logged) {
-                if (interrupted) {
-                    Thread.currentThread().interrupt();
-                }
                 if (row.failed) {
                     throw new IOException(name + ": the partial parity log unit holding this write failed; see the log");
                 }
-                return;
+                return true;
+            }
+            if (log.retired) {
+                log.waiting.remove(row);
+                log.notifyAll();
+                return false;
             }
             taken = 0;
             int unitBytes = PplHeader.BYTES;
@@ -217,6 +256,11 @@ final class PartialParityLog {
                 Row next = log.waiting.pollFirst();
                 unitBytes += next.ppSize;
                 log.batch[taken++] = next;
+            }
+            if (dependsOnUnflushed(log, taken)) {
+                orderFlush = log.unflushedMembers;
+                clearUnflushed(log);
+                orderingFlushes.increment();
             }
             log.writing = true;
             device = members.roles[log.role].device;
@@ -233,8 +277,9 @@ final class PartialParityLog {
                         interrupted = true;
                     }
                 }
-                lapFlush = log.lapMembers;
+                lapFlush = log.lapMembers;   // holds every role the done rows wrote, too
                 log.lapMembers = 0;
+                clearUnflushed(log);
                 log.nextOffset = 0;
                 areaRestarts.increment();
             }
@@ -245,7 +290,7 @@ final class PartialParityLog {
         int unitBytes = 0;
         boolean ok = false;
         try {
-            flushMembers(lapFlush);
+            flushMembers(lapFlush | orderFlush);
             if (fresh) {
                 clearArea(log.role, device);
             }
@@ -263,6 +308,10 @@ final class PartialParityLog {
                     log.rowsInFlight += taken;
                 } else {
                     log.device = null;    // the area's state is unknown: start it afresh next time
+                    // and whether the members were flushed: the next unit flushes them
+                    log.unflushedMembers |= orderFlush | lapFlush;
+                    Arrays.fill(log.unflushedColumns, -1L);
+                    Arrays.fill(log.unflushedRoles, -1L);
                 }
                 for (int i = 0; i < taken; i++) {
                     log.batch[i].logged = true;
@@ -277,6 +326,31 @@ final class PartialParityLog {
         }
         if (row.failed) {
             throw new IOException(name + ": the partial parity log unit holding this write failed; see the log");
+        }
+        return true;
+    }
+
+    /**
+     * Switches the log off: returns once no unit is being written, and none is written after (waiting
+     * rows are told so by {@link #log}), so another log can take the areas over.
+     */
+    void retire() {
+        boolean interrupted = false;
+        for (MemberLog log : logs) {
+            synchronized (log) {
+                log.retired = true;
+                log.notifyAll();
+                while (log.writing) {
+                    try {
+                        log.wait();
+                    } catch (InterruptedException e) {
+                        interrupted = true;
+                    }
+                }
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
         }
     }
 
@@ -303,11 +377,57 @@ final class PartialParityLog {
     /** The row's member writes are done (or failed). */
     void done(Row row) {
         MemberLog log = logs[row.parityRole];
+        int slot = rowSlot(row);
+        long groups = columnGroups(row);
         synchronized (log) {
+            log.unflushedColumns[slot] |= groups;
+            log.unflushedRoles[slot] |= row.membersWritten;
+            log.unflushedMembers |= row.membersWritten;
             if (--log.rowsInFlight == 0) {
                 log.notifyAll();
             }
         }
+    }
+
+    /**
+     * Whether a row of the batch logs partial parity that includes data an earlier update of its row
+     * wrote without a flush since: over the same columns, in a chunk outside the set the row writes (its
+     * partial parity leaves that set out). A row whose update writes every chunk depends on nothing.
+     */
+    private boolean dependsOnUnflushed(MemberLog log, int taken) {
+        if (log.unflushedMembers == 0) {
+            return false;
+        }
+        for (int i = 0; i < taken; i++) {
+            Row r = log.batch[i];
+            int slot = rowSlot(r);
+            if (r.ppSize > 0 && (log.unflushedColumns[slot] & columnGroups(r)) != 0
+                    && (log.unflushedRoles[slot] & ~r.membersWritten) != 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static void clearUnflushed(MemberLog log) {
+        log.unflushedMembers = 0;
+        Arrays.fill(log.unflushedColumns, 0);
+        Arrays.fill(log.unflushedRoles, 0);
+    }
+
+    private int rowSlot(Row row) {
+        long index = row.dataSector * blockSize / geo.rowBytes;
+        return (int) ((index * 0x9E3779B97F4A7C15L) >>> (64 - UNFLUSHED_ROW_BITS));
+    }
+
+    /** The column groups the entry covers: bits from its first to its last block of a chunk, grouped. */
+    private long columnGroups(Row row) {
+        int first = (int) ((row.dataSector * blockSize) & (geo.chunk - 1)) / StripeCache.BLOCK;
+        int strip = row.ppSize > 0 ? row.ppSize : row.dataSize / geo.dataDisks;
+        int last = Math.max(first, first + strip / StripeCache.BLOCK - 1);
+        int lo = first >>> groupShift;
+        int hi = Math.min(63, last >>> groupShift);
+        return (-1L >>> (63 - hi)) & (-1L << lo);
     }
 
     /** Writes the batch's unit at {@code offset} of the area, durably; returns its bytes. */

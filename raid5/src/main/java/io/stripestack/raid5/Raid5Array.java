@@ -278,6 +278,12 @@ public final class Raid5Array extends MeteredBlockDevice {
      */
     @Override
     public void close() throws IOException {
+        synchronized (policySwitch) {   // a policy switch under way writes the superblocks before the clean ones
+            closeUnderSwitchLock();
+        }
+    }
+
+    private void closeUnderSwitchLock() throws IOException {
         Reshaper r = reshape;
         if (r != null) {
             r.stop();   // records the position reached; the superblocks keep saying reshape
@@ -484,6 +490,20 @@ public final class Raid5Array extends MeteredBlockDevice {
      */
     public void addSpare(BlockDevice device) throws IOException {
         current().members.addSpare(device, blockSize);
+    }
+
+    /**
+     * Puts the faulty member of {@code role} back with the device it still holds (like {@code mdadm --re-add}),
+     * once that device works again (a remote target that came back): with the write-intent bitmap only the
+     * regions written since it failed are rebuilt, else all of it (see MemberReAdd). Returns whether the
+     * rebuild is the bitmap's.
+     *
+     * @throws IllegalStateException when the member is not faulty with its device attached, or the array failed
+     */
+    public boolean reAddMember(int role) {
+        refuseWhileReshaping("re-add member " + role);
+        ArrayParts p = current();
+        return MemberReAdd.start(name, p.members, p.superblocks, p.sync, role);
     }
 
     /**

@@ -49,6 +49,17 @@ public final class Raid5Files {
      */
     public static Raid5Array create(List<Path> paths, long memberBytes, Raid5Config config, Raid5Options options,
                                     boolean allocate) throws IOException {
+        return create(paths, memberBytes, List.of(), config, options, allocate);
+    }
+
+    /**
+     * As {@link #create(List, long, Raid5Config, Raid5Options, boolean)}, with {@code openedDevices} (members
+     * opened by the caller, e.g. LUNs on remote targets) after the files, used whole. Their contents are
+     * unknown, so with any of them the new array computes its parity once before it returns. The array takes
+     * the opened devices, and closes them if the creation fails.
+     */
+    public static Raid5Array create(List<Path> paths, long memberBytes, List<? extends BlockDevice> openedDevices,
+                                    Raid5Config config, Raid5Options options, boolean allocate) throws IOException {
         for (Path p : paths) {
             if (Files.exists(p)) {
                 throw new IOException(p + ": already exists; remove it to create a new array there, or assemble "
@@ -63,10 +74,16 @@ public final class Raid5Files {
             for (Path p : paths) {
                 devices.add(FileBlockDevice.create(p, memberBytes, 512, allocate));
             }
-            return Raid5Array.create(devices, config, options, true);
+            devices.addAll(openedDevices);
+            return Raid5Array.create(devices, config, options, openedDevices.isEmpty());
         } catch (IOException | RuntimeException e) {
             for (BlockDevice d : devices) {
                 d.close();
+            }
+            for (BlockDevice d : openedDevices) {
+                if (!devices.contains(d)) {
+                    d.close();
+                }
             }
             // The files are ours (none existed): a half-created array would be taken for a broken one next time.
             for (Path p : paths) {
@@ -122,8 +139,13 @@ public final class Raid5Files {
      * @param direct open members with O_DIRECT
      */
     public static Raid5Array assemble(List<Path> paths, Raid5Options options, boolean direct) throws IOException {
-        List<BlockDevice> devices = new ArrayList<>();
-        List<String> missing = new ArrayList<>();
+        return assemble(paths, List.of(), List.of(), options, direct);
+    }
+
+    private static Raid5Array assemble(List<Path> paths, List<? extends BlockDevice> openedDevices,
+                                       List<String> unreachable, Raid5Options options, boolean direct) throws IOException {
+        List<BlockDevice> devices = new ArrayList<>(openedDevices);
+        List<String> missing = new ArrayList<>(unreachable);
         try {
             for (Path p : paths) {
                 if (Files.exists(p)) {
@@ -154,6 +176,17 @@ public final class Raid5Files {
      */
     public static Raid5Array assemble(List<Path> paths, Collection<Path> searchDirs, Raid5Options options,
                                       boolean direct) throws IOException {
+        return assemble(paths, searchDirs, List.of(), List.of(), options, direct);
+    }
+
+    /**
+     * As {@link #assemble(List, Collection, Raid5Options, boolean)}, with {@code openedDevices} (candidates the
+     * caller opened, e.g. LUNs on remote targets; the array takes them, and assembly closes the ones it does not
+     * use) and {@code unreachable} (members the caller could not open, reported as missing).
+     */
+    public static Raid5Array assemble(List<Path> paths, Collection<Path> searchDirs,
+                                      List<? extends BlockDevice> openedDevices, List<String> unreachable,
+                                      Raid5Options options, boolean direct) throws IOException {
         Map<Path, Md1Superblock> listed = new LinkedHashMap<>();
         Set<Path> known = new LinkedHashSet<>();
         for (Path p : paths) {
@@ -165,7 +198,7 @@ public final class Raid5Files {
         }
         byte[] uuid = majorityUuid(listed.values());
         if (uuid == null) {
-            return assemble(paths, options, direct);
+            return assemble(paths, openedDevices, unreachable, options, direct);
         }
         Map<Path, Md1Superblock> found = new LinkedHashMap<>();
         for (Path dir : new LinkedHashSet<>(searchDirs)) {
@@ -193,7 +226,7 @@ public final class Raid5Files {
                     + "events {}): assembled with it", array, f.getKey(), sb.devNumber, sb.events);
             all.add(f.getKey());
         }
-        return assemble(all, options, direct);
+        return assemble(all, openedDevices, unreachable, options, direct);
     }
 
     /** The listed or earlier-found file that {@code file} is a copy of (same device UUID, events >= its), or null. */

@@ -70,15 +70,7 @@ final class RowUpdater {
      * held exclusively only while members are written.
      */
     void process(StampedLock rowLock, RowWrite[] batch, int count, CallerContext ctx) throws IOException {
-        PartialParityLog log = ppl;
-        if (log == null) {
-            // counted, then read again: a switch to ppl that finds no count has no unlogged update left
-            unloggedUpdates.incrementAndGet();
-            log = ppl;
-            if (log != null) {
-                unloggedUpdates.decrementAndGet();
-            }
-        }
+        PartialParityLog log = currentLogOrCountUnlogged();
         try {
             processLogged(rowLock, batch, count, ctx, log);
         } finally {
@@ -89,11 +81,33 @@ final class RowUpdater {
     }
 
     /**
-     * Starts or stops logging row updates: {@code log} null stops it at once; a log starts it, and this
-     * returns once every update that began without it has finished.
+     * The log to use; when there is none, the update counts as unlogged until the caller uncounts it.
+     * Counted, then read again: a switch to ppl that finds no count has no unlogged update left.
+     */
+    private PartialParityLog currentLogOrCountUnlogged() {
+        PartialParityLog log = ppl;
+        if (log == null) {
+            unloggedUpdates.incrementAndGet();
+            log = ppl;
+            if (log != null) {
+                unloggedUpdates.decrementAndGet();
+            }
+        }
+        return log;
+    }
+
+    /**
+     * Starts or stops logging row updates. The log in use is retired first: it writes no unit after
+     * this, so a log started later owns the areas alone; an update that still holds it logs into the
+     * current one instead, or goes unlogged and counted. A new log is in use when this returns, and
+     * every update that began without a log has finished.
      */
     void switchLog(PartialParityLog log) {
+        PartialParityLog previous = ppl;
         ppl = log;
+        if (previous != null) {
+            previous.retire();
+        }
         if (log == null) {
             return;
         }
@@ -623,8 +637,11 @@ final class RowUpdater {
     /** {@link #runWrites} once the entry is durable in the partial parity log. */
     private void runLoggedWrites(StampedLock rowLock, MemberIoExecutor.Batch writes, long row, PartialParityLog log,
                                  PartialParityLog.Row entry) throws IOException {
+        PartialParityLog logged = log;
         try {
-            log.log(entry);
+            while (logged != null && !logged.log(entry)) {
+                logged = currentLogOrCountUnlogged();   // that log was switched off meanwhile
+            }
         } catch (IOException | RuntimeException e) {
             writes.clear();
             throw e;
@@ -632,7 +649,11 @@ final class RowUpdater {
         try {
             runWrites(rowLock, writes, row);
         } finally {
-            log.done(entry);
+            if (logged != null) {
+                logged.done(entry);
+            } else {
+                unloggedUpdates.decrementAndGet();
+            }
         }
     }
 

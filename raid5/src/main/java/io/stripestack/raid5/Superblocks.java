@@ -103,6 +103,11 @@ final class Superblocks {
         return why[0] == null ? placed : null;
     }
 
+    /** Whether the array keeps a partial parity log (the members say so once no resync is pending). */
+    boolean hasPartialParityLogLocked() {
+        return partialParityLog;
+    }
+
     /** Records on every member that a partial parity log is kept from now on (or no longer). */
     void switchPartialParityLogLocked(boolean on, Md1Superblock placement) {
         if (bitmap != null) {
@@ -217,6 +222,9 @@ final class Superblocks {
                 }
             }
         }
+        // A log names only the rows written since it started: while parity may be stale elsewhere (a resync
+        // pending or running) the members must not say ppl, or a restart would replay the log and skip the resync.
+        boolean logRecorded = partialParityLog && !sync.resyncPendingLocked();
         List<MemberSet.Member> newlyFailed = new ArrayList<>();
         long bitmapFailed = 0;
         if (bitmap != null) {
@@ -228,18 +236,18 @@ final class Superblocks {
             if (!m.holdsRole()) {
                 continue;
             }
-            if ((bitmapFailed & (1L << m.role)) != 0 || !writeSuperblock(t, m)) {
+            if ((bitmapFailed & (1L << m.role)) != 0 || !writeSuperblock(t, m, logRecorded)) {
                 newlyFailed.add(m);
             }
         }
         for (MemberSet.Member target : members.reshapeTargets) {
-            if (!writeSuperblock(t, target)) {
+            if (!writeSuperblock(t, target, logRecorded)) {
                 // the reshape writes this device next and stops on the same error; nothing is served from it yet
                 LOG.error("{}: the reshape target {} lost its superblock", name, target.displayName);
             }
         }
         for (MemberSet.Member spare : members.spares) {
-            if (!writeSuperblock(t, spare)) {
+            if (!writeSuperblock(t, spare, logRecorded)) {
                 members.spares.remove(spare);
                 t.devRoles[spare.devNumber] = Md1Superblock.ROLE_FAULTY;
                 members.retired.add(spare.device);
@@ -252,7 +260,7 @@ final class Superblocks {
     }
 
     /** Writes one device's superblock; false (logged) if the write fails. */
-    private boolean writeSuperblock(Md1Superblock t, MemberSet.Member m) {
+    private boolean writeSuperblock(Md1Superblock t, MemberSet.Member m, boolean logRecorded) {
         Md1Superblock sb = t.copy();
         sb.devNumber = m.devNumber;
         sb.deviceUuid = m.deviceUuid;
@@ -260,7 +268,7 @@ final class Superblocks {
         boolean rebuilding = m.role >= 0 && m.state == Raid5Status.MemberState.REBUILDING;
         sb.featureMap = (rebuilding ? Md1Superblock.FEATURE_RECOVERY_OFFSET : 0)
                 | (bitmap != null ? Md1Superblock.FEATURE_BITMAP : 0)
-                | (partialParityLog ? PartialParityLog.featureBits(t) : 0)
+                | (logRecorded ? PartialParityLog.featureBits(t) : 0)
                 | (t.featureMap & (Md1Superblock.FEATURE_RESHAPE_ACTIVE | Md1Superblock.FEATURE_NEW_OFFSET));
         if (t.isReshaping()) {
             sb.raidDisks = t.raidDisks + t.deltaDisks;   // md records the new count during a reshape

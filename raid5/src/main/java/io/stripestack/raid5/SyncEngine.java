@@ -457,7 +457,8 @@ final class SyncEngine {
         SyncPass(RowOp op, long from) {
             this.op = op;
             this.recoverDevice = op == RowOp.RECOVER ? members.rebuildTarget() : null;
-            this.dirtyRegionsOnly = op == RowOp.RESYNC && resyncDirtyRegionsOnly && superblocks.hasBitmap();
+            this.dirtyRegionsOnly = superblocks.hasBitmap() && (op == RowOp.RESYNC ? resyncDirtyRegionsOnly
+                    : op == RowOp.RECOVER && members.rebuildFromBitmap);
             this.next = new AtomicLong(from);
             this.meter = new SpeedMeter(0);
             this.watermark = from;
@@ -483,6 +484,10 @@ final class SyncEngine {
                 target = members.failedRole;
                 if (!members.rebuildingOnto(recoverDevice) || members.recoveredRows > row) {
                     return;                          // the rebuild was aborted meanwhile; the pass sees it
+                }
+                if (dirtyRegionsOnly && !superblocks.bitmap().isDirty(row)) {
+                    completeRow(this, row, 0);       // a re-added member's row unwritten since it failed (MemberReAdd)
+                    return;
                 }
             } else if (members.failedRole >= 0) {
                 throw new IOException(name + ": cannot " + op.label + " while degraded (member " + members.failedRole
@@ -569,7 +574,7 @@ final class SyncEngine {
             if (row >= geo.rows) {
                 return;
             }
-            if (pass.dirtyRegionsOnly && !superblocks.bitmap().isDirty(row)) {
+            if (pass.dirtyRegionsOnly && pass.op == RowOp.RESYNC && !superblocks.bitmap().isDirty(row)) {
                 completeRow(pass, row, 0);  // no write was in flight there: parity is consistent
                 continue;
             }
@@ -708,6 +713,9 @@ final class SyncEngine {
             case RESYNC -> {
                 needsResync = false;
                 resyncDirtyRegionsOnly = false;
+                if (superblocks.hasPartialParityLogLocked()) {
+                    superblocks.writeLocked(false);   // now the members may say ppl
+                }
                 LOG.info("{}: resync complete", name);
             }
             case CHECK, REPAIR -> LOG.info("{}: {} complete, mismatch_cnt {}", name, op.label, mismatchSectors);

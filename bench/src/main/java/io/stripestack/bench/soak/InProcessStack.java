@@ -36,7 +36,7 @@ public final class InProcessStack implements Closeable {
         ServerConfig loopback = new ServerConfig(List.of(new Portal("127.0.0.1", 0)), List.of(), s.portalGroupTag(),
                 s.queueDepth(), s.ioThreads(), s.maxRecvDataSegmentLength(), s.maxBurstLength(), s.firstBurstLength(),
                 s.immediateData(), s.initialR2T(), s.nopInIntervalSeconds(), s.adminSocket(), null, s.readaheadBudget(),
-                s.writeBufferBudget(), s.sessionLimits());
+                s.writeBufferBudget(), s.sessionLimits(), false);
         StripestackServer server = StripestackServer.start(new StripestackConfig(config.file(), config.dataDir(),
                 loopback, config.arrays(), config.targets()));
         try {
@@ -72,7 +72,7 @@ public final class InProcessStack implements Closeable {
 
     /** The RAID-5 array at the bottom of the LUN's chain, or null when it stands on a file or RAM. */
     public Raid5Array array() {
-        return lun.base() instanceof Raid5Array a ? a : null;
+        return lun.array();
     }
 
     /** The LUN's top device as a soak device; closing it closes this stack. */

@@ -65,7 +65,7 @@ class CrashKillTest {
 
     /** Several loads (seeds), so the kill lands among different rows in flight. */
     @ParameterizedTest
-    @ValueSource(longs = {7, 8, 9})
+    @ValueSource(longs = {7, 8, 9, 10, 11, 12})
     void withThePartialParityLogARestartWithAMemberGoneReadsEveryBlockBack(long seed) throws Exception {
         crashAndRestart("ppl", true, seed);
     }

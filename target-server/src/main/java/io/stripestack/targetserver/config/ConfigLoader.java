@@ -9,7 +9,7 @@ import io.stripestack.targetserver.config.StripestackConfig.Portal;
 import io.stripestack.targetserver.config.StripestackConfig.ReadaheadConfig;
 import io.stripestack.targetserver.config.StripestackConfig.ServerConfig;
 import io.stripestack.targetserver.config.StripestackConfig.TargetConfig;
-import io.stripestack.blockdev.FilePermissions;
+import io.stripestack.blockdev.ChapSecretFile;
 import io.stripestack.raid5.ConsistencyPolicy;
 import io.stripestack.raid5.Raid5Config;
 import java.io.IOException;
@@ -24,7 +24,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.regex.Pattern;
 import org.yaml.snakeyaml.LoaderOptions;
 import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.error.MarkedYAMLException;
@@ -36,7 +35,6 @@ import org.yaml.snakeyaml.nodes.Node;
  * current directory ({@code data_dir} itself); see docs/configuration.md.
  */
 public final class ConfigLoader {
-    private static final Pattern IQN = Pattern.compile("(iqn\\.\\d{4}-\\d{2}\\.[^\\s:]+(:[^\\s]+)?|eui\\.[0-9A-Fa-f]{16}|naa\\.[0-9A-Fa-f]{16,32})");
     static final List<String> LAYOUTS = List.of("left-asymmetric", "right-asymmetric", "left-symmetric", "right-symmetric");
 
     private ConfigLoader() {
@@ -118,7 +116,9 @@ public final class ConfigLoader {
         long dataInPerSession = ServerDefaults.DATA_IN_PER_SESSION;
         int maxConnections = ServerDefaults.MAX_CONNECTIONS;
         int authFailureDelayMillis = ServerDefaults.AUTH_FAILURE_DELAY_MILLIS;
+        boolean autosave = false;
         if (n != null) {
+            autosave = boolOr(n.child("autosave"), false);
             YamlNode p = n.child("portals");
             if (p != null) {
                 for (YamlNode item : p.list()) {
@@ -182,7 +182,8 @@ public final class ConfigLoader {
         }
         return new ServerConfig(List.copyOf(portals), List.copyOf(advertise), tpgt, queueDepth, ioThreads, mrdsl,
                 maxBurst, firstBurst, immediateData, initialR2T, nopIn, admin, metrics, readaheadBudget, writeBufferBudget,
-                new StripestackConfig.SessionLimits(dataInBudget, dataInPerSession, maxConnections, authFailureDelayMillis));
+                new StripestackConfig.SessionLimits(dataInBudget, dataInPerSession, maxConnections, authFailureDelayMillis),
+                autosave);
     }
 
     private static boolean isLoopback(String host) {
@@ -218,23 +219,17 @@ public final class ConfigLoader {
     }
 
     private static ArrayConfig array(String name, YamlNode n, Path dataDir) throws ConfigException {
-        List<Path> members = new ArrayList<>();
-        for (String m : n.required("members").stringList()) {
-            members.add(dataDir.resolve(m).normalize());
-        }
-        if (members.size() < 3) {
-            throw n.required("members").error("RAID-5 needs at least 3 members, " + members.size() + " given");
+        MemberEntries.Parsed memberEntries = MemberEntries.parse(n.required("members"), dataDir);
+        List<Path> members = memberEntries.files();
+        if (memberEntries.count() < 3) {
+            throw n.required("members").error("RAID-5 needs at least 3 members, " + memberEntries.count() + " given");
         }
         if (new HashSet<>(members).size() != members.size()) {
             throw n.required("members").error("a member file is listed twice");
         }
-        List<Path> spares = new ArrayList<>();
-        YamlNode sparesNode = n.child("spares");
-        if (sparesNode != null) {
-            for (String s : sparesNode.stringList()) {
-                spares.add(dataDir.resolve(s).normalize());
-            }
-        }
+        MemberEntries.Parsed spareEntries = MemberEntries.parse(n.child("spares"), dataDir);
+        List<Path> spares = spareEntries.files();
+        StripestackConfig.RemoteMembersConfig remote = MemberEntries.remote(n, memberEntries, spareEntries);
         long chunk = sizeOr(n.child("chunk"), 4096, 1L << 30, 512 * 1024);
         if (Long.bitCount(chunk) != 1) {
             throw n.child("chunk").error(Sizes.format(chunk) + " is not a power of two (mdadm's default is 512KiB)");
@@ -259,15 +254,20 @@ public final class ConfigLoader {
                         + "as in md: an array has one or the other) or a smaller chunk");
             }
         }
+        YamlNode bitmapChunkNode = n.child("bitmap_chunk");
+        long bitmapChunk = bitmapChunkNode == null ? 0 : bitmapChunkNode.size(4096, 1L << 30);
+        if (Long.bitCount(bitmapChunk) > 1) {
+            throw bitmapChunkNode.error(Sizes.format(bitmapChunk) + " is not a power of two (mdadm's default is 64MiB)");
+        }
         n.rejectUnknownKeys();
         return new ArrayConfig(name, List.copyOf(members), List.copyOf(spares), (int) chunk, layout, createSize,
-                createSparse, stripeCache, checkParity, direct, startDirtyDegraded, policy);
+                createSparse, stripeCache, checkParity, direct, startDirtyDegraded, policy, bitmapChunk, remote);
     }
 
     private static TargetConfig target(YamlNode n, Path dataDir, Map<String, ArrayConfig> arrays,
             Set<String> arraysUsed) throws ConfigException {
         String iqn = n.required("iqn").string().trim();
-        if (!IQN.matcher(iqn).matches()) {
+        if (!IscsiNames.valid(iqn)) {
             throw n.required("iqn").error("'" + iqn + "' is not an iSCSI name (iqn.YYYY-MM.reversed.domain[:name])");
         }
         YamlNode aliasNode = n.child("alias");
@@ -306,33 +306,23 @@ public final class ConfigLoader {
             throw n.error("give exactly one of 'secret' or 'secret_file'");
         }
         char[] secret;
+        Path secretFile = null;
         if (inline != null) {
             secret = inline.string().toCharArray();
+            if (secret.length < ChapSecretFile.MIN_LENGTH) {
+                java.util.Arrays.fill(secret, '\0');
+                throw inline.error("CHAP secrets must be at least 12 characters (RFC 7143 section 12.1.3)");
+            }
         } else {
-            Path path = dataDir.resolve(file.string());
+            secretFile = dataDir.resolve(file.string());
             try {
-                FilePermissions.requirePrivate(path, "CHAP secret file",
-                        "anyone who can read it can log in as the initiator or impersonate the target");
-                byte[] bytes = Files.readAllBytes(path);
-                int end = bytes.length;
-                while (end > 0 && (bytes[end - 1] == '\n' || bytes[end - 1] == '\r')) {
-                    end--;
-                }
-                secret = new String(bytes, 0, end, StandardCharsets.UTF_8).toCharArray();
-                java.util.Arrays.fill(bytes, (byte) 0);
-            } catch (java.nio.file.NoSuchFileException e) {
-                throw file.error("the CHAP secret file " + path + " does not exist");
+                secret = ChapSecretFile.read(secretFile);
             } catch (IOException e) {
                 throw file.error(e.getMessage());
             }
         }
-        // RFC 7143 12.1.3: CHAP secrets of at least 12 bytes; libiscsi and open-iscsi accept 12..16+.
-        if (secret.length < 12) {
-            java.util.Arrays.fill(secret, '\0');
-            throw (inline != null ? inline : file).error("CHAP secrets must be at least 12 characters (RFC 7143 section 12.1.3)");
-        }
         n.rejectUnknownKeys();
-        return new ChapConfig(user, secret);
+        return new ChapConfig(user, secret, secretFile);
     }
 
     private static LunConfig lun(YamlNode n, Path dataDir, Map<String, ArrayConfig> arrays, Set<String> arraysUsed)

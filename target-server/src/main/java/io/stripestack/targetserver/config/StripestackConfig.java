@@ -1,6 +1,8 @@
 package io.stripestack.targetserver.config;
 
+import io.stripestack.initiator.IscsiUrl;
 import io.stripestack.raid5.ConsistencyPolicy;
+import io.stripestack.remote.RemoteMemberOptions;
 
 import java.nio.file.Path;
 import java.util.List;
@@ -16,11 +18,13 @@ public record StripestackConfig(Path file, Path dataDir, ServerConfig server, Ma
     /**
      * Bind addresses, what SendTargets advertises (empty: the address each discovery connection arrived
      * on, so port 0 and wildcard binds advertise something reachable), and iSCSI limits offered at login.
+     * {@code autosave}: every administration change is saved to the configuration file at once (saveconfig).
      */
     public record ServerConfig(List<Portal> portals, List<Portal> advertise, int portalGroupTag, int queueDepth,
             int ioThreads, int maxRecvDataSegmentLength, int maxBurstLength, int firstBurstLength,
             boolean immediateData, boolean initialR2T, int nopInIntervalSeconds, Path adminSocket,
-            Portal metrics, long readaheadBudget, long writeBufferBudget, SessionLimits sessionLimits) {
+            Portal metrics, long readaheadBudget, long writeBufferBudget, SessionLimits sessionLimits,
+            boolean autosave) {
     }
 
     /**
@@ -39,17 +43,35 @@ public record StripestackConfig(Path file, Path dataDir, ServerConfig server, Ma
 
     /**
      * One md-compatible RAID-5 array. {@code createMemberSize} > 0 means: create the members with that
-     * size when none of them exists yet (the embedded default does this).
+     * size when none of them exists yet (the embedded default does this). {@code bitmapChunkBytes}: member
+     * bytes per write-intent bitmap bit when a bitmap is created (0: mdadm's 64 MiB).
      */
     public record ArrayConfig(String name, List<Path> members, List<Path> spares, int chunkBytes, String layout,
             long createMemberSize, boolean createSparse, int stripeCacheSize, boolean checkParityOnReads,
-            boolean direct, boolean startDirtyDegraded, ConsistencyPolicy consistencyPolicy) {
+            boolean direct, boolean startDirtyDegraded, ConsistencyPolicy consistencyPolicy, long bitmapChunkBytes,
+            RemoteMembersConfig remote) {
     }
 
-    public record ChapConfig(String user, char[] secret) {
+    /** A member or spare on a remote target: the URL (no secret in it) and, for CHAP, the secret's file. */
+    public record RemoteMemberConfig(IscsiUrl url, Path chapSecretFile) {
+    }
+
+    /**
+     * An array's members and spares on remote targets ({@code members} and {@code spares} of ArrayConfig are
+     * its files) and how they are reached.
+     */
+    public record RemoteMembersConfig(List<RemoteMemberConfig> members, List<RemoteMemberConfig> spares,
+            RemoteMemberOptions options) {
+        public boolean isEmpty() {
+            return members.isEmpty() && spares.isEmpty();
+        }
+    }
+
+    /** {@code secretFile}: where the secret was read from, or null when it is inline in the configuration. */
+    public record ChapConfig(String user, char[] secret, Path secretFile) {
         @Override
         public String toString() {
-            return "ChapConfig[user=" + user + ", secret=<hidden>]";
+            return "ChapConfig[user=" + user + ", secret=<hidden>, secretFile=" + secretFile + "]";
         }
     }
 

@@ -27,6 +27,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -38,7 +39,8 @@ import org.slf4j.LoggerFactory;
 /**
  * The local admin endpoint: a Unix domain socket, mode 0600 (only the server's user may connect), that
  * {@code stripestack ctl} and {@code stripestack status} speak to. One request line per connection:
- * {@code list [PREFIX]}, {@code get PATH}, {@code set PATH VALUE}, {@code status}, {@code metrics}. The answer is
+ * {@code list [PREFIX]}, {@code get PATH}, {@code set PATH VALUE}, {@code status}, {@code metrics}, and the
+ * administration commands registered in the {@link ControlRegistry} ({@link AdminCommand}). The answer is
  * the result lines followed by {@code OK}, or one line {@code ERR message}.
  *
  * <p>Threads: one Netty event loop holds every connection, however many; a request line must arrive
@@ -175,11 +177,23 @@ public final class AdminServer implements Closeable {
                     out.append(registry.metrics());
                     break;
                 default:
-                    throw new IllegalArgumentException("unknown request '" + parts[0] + "' (list, get, set, status, metrics)");
+                    AdminCommand command = registry.command(parts[0]);
+                    if (command == null) {
+                        throw new IllegalArgumentException("unknown request '" + parts[0] + "' (list, get, set, status, metrics, "
+                                + String.join(", ", registry.commandVerbs()) + ")");
+                    }
+                    List<String> words = List.of(request.split("\\s+"));
+                    log.info("admin: {}", request);
+                    String answer = command.run(words.subList(1, words.size()));
+                    out.append(answer);
+                    if (!answer.isEmpty() && !answer.endsWith("\n")) {
+                        out.append('\n');
+                    }
+                    break;
             }
             out.append("OK\n");
             return out.toString();
-        } catch (RuntimeException e) {
+        } catch (IOException | RuntimeException e) {
             return "ERR " + (e.getMessage() == null ? e.toString() : e.getMessage().replace('\n', ' ')) + "\n";
         }
     }

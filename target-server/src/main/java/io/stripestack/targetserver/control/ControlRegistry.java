@@ -7,12 +7,14 @@ import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.function.Supplier;
 
 /**
- * Every runtime attribute of a running server by path, and the status report. Thread-safe: attributes
- * are registered at start-up and may be read and set from any admin connection at once; each
+ * Every runtime attribute of a running server by path, the administration commands by verb, and the status
+ * report. Thread-safe: attributes
+ * are registered at start-up (a LUN's also when it is created at run time, and removed with it) and may be read and set from any admin connection at once; each
  * attribute guards its own state.
  */
 public final class ControlRegistry {
     private final Map<String, ControlAttribute> attributes = new ConcurrentSkipListMap<>();
+    private final Map<String, AdminCommand> commands = new ConcurrentSkipListMap<>();
     private volatile Supplier<String> status = () -> "";
     private volatile Supplier<String> metrics = () -> "";
 
@@ -20,6 +22,27 @@ public final class ControlRegistry {
         if (attributes.putIfAbsent(path, attribute) != null) {
             throw new IllegalStateException("control attribute " + path + " registered twice");
         }
+    }
+
+    /** Removes every attribute under {@code prefix} (a LUN deleted at run time takes its attributes along). */
+    public void unregisterAll(String prefix) {
+        attributes.keySet().removeIf(path -> path.startsWith(prefix));
+    }
+
+    public void registerCommand(String verb, AdminCommand command) {
+        if (commands.putIfAbsent(verb, command) != null) {
+            throw new IllegalStateException("admin command " + verb + " registered twice");
+        }
+    }
+
+    /** The command for {@code verb}, or null. */
+    public AdminCommand command(String verb) {
+        return commands.get(verb);
+    }
+
+    /** The registered command verbs, sorted. */
+    public java.util.Set<String> commandVerbs() {
+        return java.util.Collections.unmodifiableSet(commands.keySet());
     }
 
     public void setStatusReport(Supplier<String> report) {

@@ -64,6 +64,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     private boolean discovery;
     private IscsiTargetDefinition target;
     private String nexus;
+    private String initiatorName;
     private boolean registered;
     private DataOutCollector dataOut;
     private DataInSender dataIn;
@@ -129,6 +130,19 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
 
     IscsiTargetDefinition target() {
         return target;
+    }
+
+    /**
+     * The logged-in initiator's name; null before login and in discovery sessions. Written on the event loop
+     * before the session registers, so a thread that found this connection in {@link SessionRegistry} reads it.
+     */
+    String initiatorName() {
+        return initiatorName;
+    }
+
+    /** The session's I_T nexus; null before login and in discovery sessions (published as the name is). */
+    String nexus() {
+        return nexus;
     }
 
     boolean closing() {
@@ -346,6 +360,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         dataIn = new DataInSender(this, server, ctx, params);
         text = new TextRequests(this, server, ctx, params, target, negotiator.initiatorName());
         if (target != null) {
+            initiatorName = negotiator.initiatorName();
             nexus = negotiator.initiatorName() + ",i,0x" + String.format("%012x", isid) + "," + target.iqn()
                     + ",t,0x" + String.format("%04x", server.settings.targetPortalGroupTag());
             dataOut = new DataOutCollector(this, server, ctx, params);

@@ -23,6 +23,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -145,6 +146,60 @@ public final class IscsiServer implements AutoCloseable {
     /** The Data-In budget's current use and counters (see {@link IscsiServerSettings#dataInBudget()}). */
     public DataInStats dataInStats() {
         return context.dataIn.stats();
+    }
+
+    // ------------------------------------------------------------------ run-time administration
+
+    /** Offers a new target to later logins and SendTargets. */
+    public void addTarget(IscsiTargetDefinition target) {
+        context.directory.add(target);
+    }
+
+    /**
+     * Puts a changed definition (access list, CHAP) of an existing target in place for later logins; sessions
+     * already logged in keep theirs. Returns the definition replaced, which the caller closes.
+     */
+    public IscsiTargetDefinition replaceTarget(IscsiTargetDefinition target) {
+        return context.directory.replace(target);
+    }
+
+    /** Stops offering the target to new logins; returns its definition. End its sessions with {@link #endSessions}. */
+    public IscsiTargetDefinition removeTarget(String iqn) {
+        return context.directory.remove(iqn);
+    }
+
+    /** The I_T nexuses of the sessions logged in to target {@code iqn} now. */
+    public List<String> sessions(String iqn) {
+        List<String> out = new ArrayList<>();
+        for (IscsiConnection c : context.sessions.connections()) {
+            if (c.target().iqn().equals(iqn)) {
+                out.add(c.nexus());
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Ends the sessions of target {@code iqn} whose initiator name {@code initiators} accepts, cleanly:
+     * each is asked to log out (Async Message) and closed once its executing commands answered, within the
+     * drain timeout. Returns how many sessions were ended; blocks until they are.
+     */
+    public int endSessions(String iqn, Predicate<String> initiators) {
+        List<Future<Void>> drains = new ArrayList<>();
+        for (IscsiConnection c : context.sessions.connections()) {
+            if (c.target().iqn().equals(iqn) && initiators.test(c.initiatorName())) {
+                drains.add(c.drain());
+            }
+        }
+        long deadline = System.nanoTime() + context.settings.drainTimeout().toNanos();
+        for (Future<Void> drain : drains) {
+            long left = deadline - System.nanoTime();
+            if (!drain.awaitUninterruptibly(Math.max(0, left), TimeUnit.NANOSECONDS)) {
+                log.warn("iSCSI: a session of {} still executing commands after the drain timeout {}", iqn,
+                        context.settings.drainTimeout());
+            }
+        }
+        return drains.size();
     }
 
     /**

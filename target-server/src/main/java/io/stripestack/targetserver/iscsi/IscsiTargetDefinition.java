@@ -43,6 +43,26 @@ public final class IscsiTargetDefinition implements AutoCloseable {
         return new Builder(iqn, router);
     }
 
+    /**
+     * A builder holding this definition's name, router, alias, access list and credentials (secrets copied), for
+     * a changed definition that replaces this one at run time.
+     */
+    public Builder changed() {
+        Builder b = new Builder(iqn, router).alias(alias).allowedInitiators(List.copyOf(allowedInitiators));
+        if (chapSecret != null) {
+            b.chap(chapUser, chapSecret);
+        }
+        if (mutualChapSecret != null) {
+            b.mutualChap(mutualChapUser, mutualChapSecret);
+        }
+        return b;
+    }
+
+    /** The CHAP user name initiators authenticate as, or null without CHAP. */
+    public String chapUserName() { return chapUser; }
+    /** The user name the target answers mutual CHAP with, or null. */
+    public String mutualChapUserName() { return mutualChapUser; }
+
     public String iqn() { return iqn; }
     /** TargetAlias declared at login, or null. */
     public String alias() { return alias; }
@@ -104,6 +124,7 @@ public final class IscsiTargetDefinition implements AutoCloseable {
 
         /** Requires one-way CHAP: the initiator proves it knows {@code secret} (copied) as {@code user}. */
         public Builder chap(String user, byte[] secret) {
+            zero(chapSecret);
             this.chapUser = Objects.requireNonNull(user, "CHAP user");
             this.chapSecret = secret.clone();
             return this;
@@ -119,8 +140,34 @@ public final class IscsiTargetDefinition implements AutoCloseable {
             }
         }
 
+        /** No CHAP: any initiator the access list allows logs in without authenticating (mutual CHAP goes too). */
+        public Builder noChap() {
+            zero(chapSecret);
+            zero(mutualChapSecret);
+            chapUser = null;
+            chapSecret = null;
+            mutualChapUser = null;
+            mutualChapSecret = null;
+            return this;
+        }
+
+        /** No mutual CHAP: the target no longer answers an initiator's challenge. */
+        public Builder noMutualChap() {
+            zero(mutualChapSecret);
+            mutualChapUser = null;
+            mutualChapSecret = null;
+            return this;
+        }
+
+        private static void zero(byte[] secret) {
+            if (secret != null) {
+                Arrays.fill(secret, (byte) 0);
+            }
+        }
+
         /** Credentials the target answers an initiator's mutual CHAP challenge with (copied). */
         public Builder mutualChap(String user, byte[] secret) {
+            zero(mutualChapSecret);
             this.mutualChapUser = Objects.requireNonNull(user, "mutual CHAP user");
             this.mutualChapSecret = secret.clone();
             return this;

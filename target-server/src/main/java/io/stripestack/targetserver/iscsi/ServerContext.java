@@ -1,9 +1,7 @@
 package io.stripestack.targetserver.iscsi;
 
 import java.util.Collection;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
@@ -15,7 +13,7 @@ import org.slf4j.LoggerFactory;
  * executor, the write buffer and Data-In budgets, the CHAP failure throttle and the set of live
  * connections (for draining on close).
  *
- * <p>Concurrency: immutable apart from the registry, the budgets, the throttle, the noise log and
+ * <p>Concurrency: immutable apart from the target directory (copy on write), the registry, the budgets, the throttle, the noise log and
  * the connection set, which are thread-safe.
  */
 final class ServerContext {
@@ -29,7 +27,8 @@ final class ServerContext {
     final RateLimitedLog connectionNoise = new RateLimitedLog(LoggerFactory.getLogger(IscsiConnection.class), 10,
             TimeUnit.SECONDS);
     final Set<IscsiConnection> connections = ConcurrentHashMap.newKeySet();
-    private final Map<String, IscsiTargetDefinition> targets = new LinkedHashMap<>();
+    /** Read per login and per SendTargets; changed at run time by the server's administration. */
+    final TargetDirectory directory;
 
     ServerContext(IscsiServerSettings settings, List<IscsiTargetDefinition> targetList, Executor ioExecutor) {
         this.settings = settings;
@@ -37,18 +36,14 @@ final class ServerContext {
         this.writeBuffers = new WriteBufferBudget(settings.writeBufferBudget());
         this.dataIn = new DataInBudget(settings.dataInBudget(), settings.dataInPerSession());
         this.authFailures = new AuthFailureThrottle(settings.authFailureDelay());
-        for (IscsiTargetDefinition t : targetList) {
-            if (targets.putIfAbsent(t.iqn(), t) != null) {
-                throw new IllegalArgumentException("iSCSI target " + t.iqn() + " is defined twice: give each target its own IQN");
-            }
-        }
+        this.directory = new TargetDirectory(targetList);
     }
 
     IscsiTargetDefinition target(String iqn) {
-        return targets.get(iqn);
+        return directory.target(iqn);
     }
 
     Collection<IscsiTargetDefinition> targets() {
-        return targets.values();
+        return directory.targets();
     }
 }

@@ -12,7 +12,7 @@ import java.util.concurrent.ConcurrentHashMap;
  *
  * <p>Concurrency: each {@link LogicalUnit} joins the registry it is built with, on the thread that builds the
  * target; I/O worker threads look units up while commands run. The map is concurrent, so a unit is published
- * to the workers by its insertion.
+ * to the workers by its insertion. A unit removed at run time leaves it (the administration's thread).
  */
 public final class CopyTargets {
     private final Map<String, LogicalUnit> byNaa = new ConcurrentHashMap<>();
@@ -24,6 +24,11 @@ public final class CopyTargets {
             throw new IllegalArgumentException("two logical units of one target have the NAA designator " + naa
                     + "; give them distinct serial numbers or stable ids in the configuration");
         }
+    }
+
+    /** Called when the unit leaves its target at run time: an EXTENDED COPY can no longer name it. */
+    void remove(LogicalUnit unit) {
+        byNaa.remove(HexFormat.of().formatHex(unit.identity().naaBytes()), unit);
     }
 
     /** The unit whose NAA designator is {@code naa}, or null. */

@@ -2,6 +2,7 @@ package io.stripestack.targetserver.scsi;
 
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.Geometry;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * One SCSI logical unit (SBC-3 direct-access block device) over a {@link BlockDevice}: the entry point that
@@ -13,6 +14,9 @@ import io.stripestack.blockdev.Geometry;
  * <p>Concurrency: {@link #execute} runs on many worker threads at once; the device is thread-safe.
  * <ul>
  *   <li>Identity, geometry and INQUIRY pages are fixed at construction (final fields).</li>
+ *   <li>The read-only flag: volatile, set by the administration thread, read once by each command that checks it.</li>
+ *   <li>Removal at run time: a volatile detached flag and a LongAdder of the commands inside {@link #execute}; the
+ *       administration sets the flag, then waits for the count to reach zero before the device is closed.</li>
  *   <li>Mode pages: {@link ModePages} (volatile WCE and SWP, MODE SELECT serialized on its monitor).</li>
  *   <li>Unit attentions: {@link UnitAttentions} (per-nexus queues with their own monitors).</li>
  *   <li>Reservations: {@link Reservations} (all state under its monitor, checked once per command).</li>
@@ -42,7 +46,8 @@ public final class LogicalUnit {
 
     private final BlockDevice device;
     private final LogicalUnitIdentity identity;
-    private final boolean readOnly;
+    /** Set at construction and by the administration ({@link #setReadOnly}); read once per writing command. */
+    private volatile boolean readOnly;
     private final int blockSize;
     private final long blockCount;
     private final int granularityBlocks;
@@ -50,7 +55,13 @@ public final class LogicalUnit {
     private final int maxTransferBlocks;
     private final int physicalBlockExponent;
     private final int lowestAlignedLba;
-    private final boolean offersUnmap;
+    private final boolean deviceDiscards;
+    private final CopyTargets copyTargets;
+
+    /** Commands inside {@link #execute}; the administration waits for none before it closes a removed unit. */
+    private final LongAdder running = new LongAdder();
+    /** Set once when the unit leaves its target at run time; a command that found it just before is turned away. */
+    private volatile boolean detached;
 
     private final ModePages modePages = new ModePages();
     private final UnitAttentions unitAttentions = new UnitAttentions();
@@ -94,7 +105,8 @@ public final class LogicalUnit {
         int physical = Math.max(blockSize, Math.min(Integer.highestOneBit(g.minimumIo()), 4096));
         this.physicalBlockExponent = Integer.numberOfTrailingZeros(physical / blockSize);
         this.lowestAlignedLba = (int) ((g.alignmentOffset() % physical) / blockSize);
-        this.offersUnmap = device.supportsDiscard() && !readOnly;
+        this.deviceDiscards = device.supportsDiscard();
+        this.copyTargets = copyTargets;
 
         // The families read the identity and geometry set above.
         this.spc = new SpcCommands(this, modePages, unitAttentions);
@@ -114,6 +126,22 @@ public final class LogicalUnit {
 
     public boolean readOnly() {
         return readOnly;
+    }
+
+    /**
+     * Makes the unit read-only or writable at run time (the device below must take writes for the latter).
+     * Every nexus gets MODE PARAMETERS CHANGED: the WP bit of MODE SENSE changed under it.
+     */
+    public void setReadOnly(boolean value) {
+        if (readOnly != value) {
+            readOnly = value;
+            unitAttentions.raiseForOthers(null, UnitAttentions.MODE_PARAMETERS_CHANGED);
+        }
+    }
+
+    /** The unit left its target at run time: EXTENDED COPY of the target's other units can no longer reach it. */
+    void leaveCopyTargets() {
+        copyTargets.remove(this);
     }
 
     /**
@@ -158,7 +186,7 @@ public final class LogicalUnit {
     }
 
     boolean offersUnmap() {
-        return offersUnmap;
+        return deviceDiscards && !readOnly;
     }
 
     UnitAttentions unitAttentions() {
@@ -187,9 +215,39 @@ public final class LogicalUnit {
     /**
      * Runs {@code cmd} against this logical unit through {@link CommandTable}: a pending unit attention ends
      * it first, then a reservation conflict; a command the table lacks is refused after both. SCSI errors
-     * leave as {@link SenseException}.
+     * leave as {@link SenseException}. Counted while it runs (a LongAdder: no allocation, little contention).
      */
     void execute(ScsiCommand cmd) {
+        running.increment();
+        try {
+            // After the increment: detach() writes the flag before it reads the count, so either this command
+            // sees the flag or the administration sees the command.
+            if (detached) {
+                throw SenseException.logicalUnitNotSupported();
+            }
+            dispatch(cmd);
+        } finally {
+            running.decrement();
+        }
+    }
+
+    /**
+     * The unit left its target (run-time administration): commands that still find it are refused from here on;
+     * returns once no command is inside the unit any more, or false after {@code timeoutMillis}.
+     */
+    public boolean detachAndAwaitIdle(long timeoutMillis) throws InterruptedException {
+        detached = true;
+        long until = System.nanoTime() + timeoutMillis * 1_000_000L;
+        while (running.sum() != 0) {
+            if (System.nanoTime() > until) {
+                return false;
+            }
+            Thread.sleep(1);
+        }
+        return true;
+    }
+
+    private void dispatch(ScsiCommand cmd) {
         byte[] cdb = cmd.cdb();
         int opcode = cmd.opcode();
         CommandTable.Command[] group = CommandTable.withOpcode(opcode);

@@ -5,6 +5,8 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.TreeMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -14,9 +16,12 @@ import org.slf4j.LoggerFactory;
  * that concern the target rather than one unit (REPORT LUNS, and INQUIRY / REQUEST SENSE for a LUN it
  * does not have).
  *
- * <p>Concurrency: the LUN table is fixed at construction (sorted arrays, read without locks, no boxing per
- * command). Per-nexus state lives in the logical units (see {@link LogicalUnit}); the router's methods may
- * be called from any number of threads.
+ * <p>Concurrency: the LUN table is an immutable snapshot (sorted arrays, no boxing per command) in a volatile
+ * field; each command reads it once, without a lock. {@link #addUnit} and {@link #removeUnit} (run-time
+ * administration) are serialized on this object's monitor, build the next table from the current one and
+ * publish it, then queue REPORTED LUNS DATA HAS CHANGED for every nexus logged in. The logged-in nexuses are a
+ * concurrent set kept by {@link #nexusAdded} / {@link #nexusRemoved}. Per-nexus state lives in the logical
+ * units (see {@link LogicalUnit}); the router's methods may be called from any number of threads.
  */
 public final class ScsiTarget implements ScsiCommandRouter {
     private static final Logger log = LoggerFactory.getLogger(ScsiTarget.class);
@@ -24,34 +29,96 @@ public final class ScsiTarget implements ScsiCommandRouter {
     /** Largest LUN number REPORT LUNS can express with flat space addressing (SAM-5 4.7.7). */
     public static final long MAX_LUN = 16383;
 
-    private final long[] lunNumbers;
-    private final LogicalUnit[] units;
-    private final List<Long> lunList;
+    private volatile LunTable table;
+    private final Set<String> nexuses = ConcurrentHashMap.newKeySet();
+
+    /** One published state of the LUN table; never changed after construction. */
+    private record LunTable(long[] numbers, LogicalUnit[] units, List<Long> list) {
+        static LunTable of(Map<Long, LogicalUnit> logicalUnits) {
+            TreeMap<Long, LogicalUnit> sorted = new TreeMap<>(logicalUnits);
+            long[] numbers = new long[sorted.size()];
+            LogicalUnit[] units = new LogicalUnit[sorted.size()];
+            int i = 0;
+            for (Map.Entry<Long, LogicalUnit> e : sorted.entrySet()) {
+                long lun = e.getKey();
+                if (lun < 0 || lun > MAX_LUN) {
+                    throw new IllegalArgumentException("LUN " + lun + " outside 0.." + MAX_LUN + "; renumber it");
+                }
+                numbers[i] = lun;
+                units[i] = e.getValue();
+                i++;
+            }
+            return new LunTable(numbers, units, Collections.unmodifiableList(new ArrayList<>(sorted.keySet())));
+        }
+
+        LogicalUnit find(long lun) {
+            int i = Arrays.binarySearch(numbers, lun);
+            return i >= 0 ? units[i] : null;
+        }
+
+        Map<Long, LogicalUnit> asMap() {
+            Map<Long, LogicalUnit> map = new TreeMap<>();
+            for (int i = 0; i < numbers.length; i++) {
+                map.put(numbers[i], units[i]);
+            }
+            return map;
+        }
+    }
 
     /**
      * @param logicalUnits LUN number (0 to {@value #MAX_LUN}) to logical unit; copied
      */
     public ScsiTarget(Map<Long, LogicalUnit> logicalUnits) {
-        TreeMap<Long, LogicalUnit> sorted = new TreeMap<>(logicalUnits);
-        lunNumbers = new long[sorted.size()];
-        units = new LogicalUnit[sorted.size()];
-        int i = 0;
-        for (Map.Entry<Long, LogicalUnit> e : sorted.entrySet()) {
-            long lun = e.getKey();
-            if (lun < 0 || lun > MAX_LUN) {
-                throw new IllegalArgumentException("LUN " + lun + " outside 0.." + MAX_LUN + "; renumber it in the configuration");
-            }
-            lunNumbers[i] = lun;
-            units[i] = e.getValue();
-            i++;
-        }
-        lunList = Collections.unmodifiableList(new ArrayList<>(sorted.keySet()));
+        table = LunTable.of(logicalUnits);
     }
 
     /** The logical unit with that number, or null. */
     public LogicalUnit logicalUnit(long lun) {
-        int i = Arrays.binarySearch(lunNumbers, lun);
-        return i >= 0 ? units[i] : null;
+        return table.find(lun);
+    }
+
+    /**
+     * Adds a unit at run time; every logged-in nexus gets REPORTED LUNS DATA HAS CHANGED on every unit, the new
+     * one included, so it learns of the LUN whichever unit it addresses next.
+     */
+    public synchronized void addUnit(long lun, LogicalUnit unit) {
+        if (table.find(lun) != null) {
+            throw new IllegalArgumentException("LUN " + lun + " exists already");
+        }
+        Map<Long, LogicalUnit> next = table.asMap();
+        next.put(lun, unit);
+        table = LunTable.of(next);
+        announceLunChange();
+    }
+
+    /**
+     * Removes a unit at run time and returns it (null if there is none); commands already running on it finish.
+     * The remaining units report REPORTED LUNS DATA HAS CHANGED to every logged-in nexus.
+     */
+    public synchronized LogicalUnit removeUnit(long lun) {
+        LogicalUnit unit = table.find(lun);
+        if (unit == null) {
+            return null;
+        }
+        Map<Long, LogicalUnit> next = table.asMap();
+        next.remove(lun);
+        table = LunTable.of(next);
+        unit.leaveCopyTargets();
+        announceLunChange();
+        return unit;
+    }
+
+    /** The I_T nexuses logged in to this target now. */
+    public Set<String> nexuses() {
+        return Set.copyOf(nexuses);
+    }
+
+    private void announceLunChange() {
+        for (LogicalUnit unit : table.units()) {
+            for (String nexus : nexuses) {
+                unit.unitAttentions().raise(nexus, UnitAttentions.REPORTED_LUNS_DATA_CHANGED);
+            }
+        }
     }
 
     @Override
@@ -120,6 +187,7 @@ public final class ScsiTarget implements ScsiCommandRouter {
             throw SenseException.invalidFieldInCdb(6, -1);
         }
         boolean wellKnownOnly = select == 1;
+        long[] lunNumbers = table.numbers();
         int count = wellKnownOnly ? 0 : lunNumbers.length;
         byte[] d = new byte[8 + 8 * count];
         Cdb.put32(d, 0, 8L * count);
@@ -136,19 +204,21 @@ public final class ScsiTarget implements ScsiCommandRouter {
 
     @Override
     public List<Long> luns() {
-        return lunList;
+        return table.list();
     }
 
     @Override
     public void nexusAdded(String nexus) {
-        for (LogicalUnit unit : units) {
+        nexuses.add(nexus);
+        for (LogicalUnit unit : table.units()) {
             unit.unitAttentions().raise(nexus, UnitAttentions.POWER_ON_RESET);
         }
     }
 
     @Override
     public void nexusRemoved(String nexus) {
-        for (LogicalUnit unit : units) {
+        nexuses.remove(nexus);
+        for (LogicalUnit unit : table.units()) {
             unit.unitAttentions().forget(nexus);
             unit.reservations().nexusLost(nexus);
             unit.copyManager().nexusLost(nexus);
@@ -171,7 +241,7 @@ public final class ScsiTarget implements ScsiCommandRouter {
     /** TARGET WARM/COLD RESET: as a logical unit reset of every unit, reported as POWER ON OR RESET. */
     @Override
     public void targetReset(String nexus) {
-        for (LogicalUnit unit : units) {
+        for (LogicalUnit unit : table.units()) {
             reset(unit, UnitAttentions.POWER_ON_RESET);
         }
     }

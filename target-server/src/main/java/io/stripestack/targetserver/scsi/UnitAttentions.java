@@ -24,6 +24,9 @@ final class UnitAttentions {
     /** REGISTRATIONS PREEMPTED. */
     static final int REGISTRATIONS_PREEMPTED = 0x2A05;
 
+    /** REPORTED LUNS DATA HAS CHANGED (the target's LUN inventory changed at run time). */
+    static final int REPORTED_LUNS_DATA_CHANGED = 0x3F0E;
+
     /** Conditions beyond this many per nexus are dropped; SAM lets a device server keep only some. */
     private static final int CAPACITY = 8;
 

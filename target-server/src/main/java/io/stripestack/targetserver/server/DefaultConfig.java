@@ -16,13 +16,17 @@ public final class DefaultConfig {
     }
 
     public static StripestackConfig load() throws ConfigException {
+        return ConfigLoader.parse("conf/default.yaml (embedded)", text(), Path.of("").toAbsolutePath());
+    }
+
+    /** The embedded file's text (saveconfig starts from it when the server runs without a file of its own). */
+    public static String text() throws ConfigException {
         try (InputStream in = DefaultConfig.class.getResourceAsStream(RESOURCE)) {
             if (in == null) {
                 throw new ConfigException(RESOURCE + ": the embedded default configuration is missing from the jar;"
                         + " rebuild with mvn package or pass --config conf/default.yaml");
             }
-            String text = new String(in.readAllBytes(), StandardCharsets.UTF_8);
-            return ConfigLoader.parse("conf/default.yaml (embedded)", text, Path.of("").toAbsolutePath());
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
         } catch (IOException e) {
             throw new ConfigException(RESOURCE + ": cannot read the embedded default configuration: " + e.getMessage(), e);
         }

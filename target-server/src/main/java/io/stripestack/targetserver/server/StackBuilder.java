@@ -16,6 +16,7 @@ import io.stripestack.raid5.Raid5Files;
 import io.stripestack.raid5.Raid5Layout;
 import io.stripestack.raid5.ConsistencyPolicy;
 import io.stripestack.raid5.Raid5Options;
+import io.stripestack.remote.RemoteBlockDevice;
 import io.stripestack.targetserver.config.StripestackConfig.ArrayConfig;
 import io.stripestack.targetserver.config.StripestackConfig.CryptoConfig;
 import io.stripestack.targetserver.config.StripestackConfig.LunConfig;
@@ -52,31 +53,44 @@ public final class StackBuilder {
      * added as hot spares.
      */
     static OpenedArray openArray(ArrayConfig c, Raid5Options options) throws IOException {
+        RemoteArrayMembers remote = RemoteArrayMembers.open(c);
+        try {
+            return openArray(c, options, remote);
+        } finally {
+            remote.closeUnowned();
+        }
+    }
+
+    private static OpenedArray openArray(ArrayConfig c, Raid5Options options, RemoteArrayMembers remote)
+            throws IOException {
         List<Path> members = c.members();
-        boolean create = members.stream().noneMatch(Files::exists);
+        boolean create = members.stream().noneMatch(Files::exists) && !remote.anyCarriesSuperblock();
         Raid5Array array;
         if (create) {
             if (c.createMemberSize() <= 0) {
-                throw new IOException("array " + c.name() + ": none of its member files exists (" + members
+                throw new IOException("array " + c.name() + ": none of its members exists or carries an md superblock ("
+                        + members + (c.remote().isEmpty() ? "" : ", " + c.remote().members().size() + " remote")
                         + "); set create_member_size to create a new array there, or correct the paths");
             }
+            remote.requireAllReachable();
             Raid5Config rc = Raid5Config.defaults(c.name()).withChunk(c.chunkBytes())
                     .withLayout(Raid5Layout.parse(c.layout()));
-            array = Raid5Files.create(members, c.createMemberSize(), rc,
+            array = Raid5Files.create(members, c.createMemberSize(), remote.members(), rc,
                     options.withConsistencyPolicy(newArrayPolicy(c)), !c.createSparse());
             log.info("array {}: created on {} {} members of {} bytes (chunk {} KiB, {})", c.name(), members.size(),
                     c.createSparse() ? "sparse" : "allocated", c.createMemberSize(), c.chunkBytes() / 1024, c.layout());
         } else {
             List<Path> present = new ArrayList<>(members);
             c.spares().stream().filter(Files::exists).forEach(present::add);
-            array = Raid5Files.assemble(present, searchDirs(c), options.withConsistencyPolicy(c.consistencyPolicy()),
-                    c.direct());
+            array = Raid5Files.assemble(present, searchDirs(c), remote.forAssembly(), remote.unreachable(),
+                    options.withConsistencyPolicy(c.consistencyPolicy()), c.direct());
             for (String problem : array.assemblyProblems()) {
                 log.warn("array {}: {}", c.name(), problem);
             }
             log.info("array {}: assembled, {}", c.name(), array.status().health());
         }
         try {
+            remote.handOver(array, create);
             for (Path spare : c.spares()) {
                 if (!Files.exists(spare)) {
                     Raid5Files.addSpare(array, spare, 0, !c.createSparse());
@@ -86,7 +100,7 @@ public final class StackBuilder {
             array.close();
             throw e;
         }
-        return new OpenedArray(array, create);
+        return new OpenedArray(array, create, remote.all());
     }
 
     /**
@@ -123,8 +137,8 @@ public final class StackBuilder {
         return dirs;
     }
 
-    /** An array and whether it was created (all zeros) rather than assembled. */
-    record OpenedArray(Raid5Array array, boolean created) {
+    /** An array, whether it was created (all zeros) rather than assembled, and its members on remote targets. */
+    record OpenedArray(Raid5Array array, boolean created, List<RemoteBlockDevice> remoteMembers) {
     }
 
     /** The bottom of a LUN's chain: the named array, a file (created if configured), or RAM. */

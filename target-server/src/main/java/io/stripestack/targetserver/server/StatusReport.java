@@ -107,7 +107,7 @@ final class StatusReport {
         if (layer == lun.crypto()) {
             return "crypt";
         }
-        return layer instanceof Raid5Array ? "raid5 " + layer.name() : "base " + layer.name();
+        return layer instanceof ArrayExport ? "raid5 " + layer.name() : "base " + layer.name();
     }
 
     /**

@@ -1,6 +1,5 @@
 package io.stripestack.targetserver.server;
 
-import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.readahead.ReadaheadBudget;
 import io.stripestack.raid5.Raid5Array;
 import io.stripestack.raid5.Raid5Files;
@@ -10,7 +9,6 @@ import io.stripestack.raid5.Raid5Status;
 import io.stripestack.raid5.SyncProgress;
 import io.stripestack.targetserver.config.StripestackConfig;
 import io.stripestack.targetserver.config.StripestackConfig.ArrayConfig;
-import io.stripestack.targetserver.config.StripestackConfig.LunConfig;
 import io.stripestack.targetserver.config.StripestackConfig.Portal;
 import io.stripestack.targetserver.config.StripestackConfig.TargetConfig;
 import io.stripestack.targetserver.control.AdminServer;
@@ -19,11 +17,6 @@ import io.stripestack.targetserver.control.ControlRegistry;
 import io.stripestack.targetserver.control.MetricsEndpoint;
 import io.stripestack.targetserver.iscsi.IscsiServer;
 import io.stripestack.targetserver.iscsi.IscsiServerSettings;
-import io.stripestack.targetserver.iscsi.IscsiTargetDefinition;
-import io.stripestack.targetserver.scsi.CopyTargets;
-import io.stripestack.targetserver.scsi.LogicalUnit;
-import io.stripestack.targetserver.scsi.LogicalUnitIdentity;
-import io.stripestack.targetserver.scsi.ScsiTarget;
 import java.io.Closeable;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -33,7 +26,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -43,11 +36,13 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A running stripestack: arrays assembled, LUN stacks built, the iSCSI server listening, the admin socket
- * open. {@link #close()} is the orderly shutdown (SIGTERM): stop accepting, drain in-flight commands,
- * flush every stack, mark the arrays clean.
+ * open; afterwards targets, LUNs, ACLs and CHAP change at run time through {@link LiveTargets} (the admin
+ * socket's verbs, {@link AdminVerbs}). {@link #close()} is the orderly shutdown (SIGTERM): stop accepting,
+ * drain in-flight commands, flush every stack, mark the arrays clean.
  *
  * <p>Threads: started and closed by one thread (the CLI's main thread or a test); the iSCSI event
- * loops, the {@code scsi-io} worker pool, and each layer's own threads run in between.
+ * loops, the {@code scsi-io} worker pool, the admin worker (the one thread that changes targets at run time)
+ * and each layer's own threads run in between.
  */
 public final class StripestackServer implements Closeable {
     private static final Logger log = LoggerFactory.getLogger(StripestackServer.class);
@@ -56,8 +51,12 @@ public final class StripestackServer implements Closeable {
     private final Map<String, Raid5Array> arrays = new LinkedHashMap<>();
     /** Arrays created (not assembled) in this start: their contents are all zeros. */
     private final java.util.Set<String> createdArrays = new java.util.HashSet<>();
-    private final List<LunStack> luns = new ArrayList<>();
-    private final List<IscsiTargetDefinition> targets = new ArrayList<>();
+    /** Each array's members and spares on remote targets, for status, metrics and ctl. */
+    private final Map<String, List<io.stripestack.remote.RemoteBlockDevice>> remoteMembers = new LinkedHashMap<>();
+    private final RemoteMemberReturns remoteReturns = new RemoteMemberReturns(arrays, remoteMembers);
+    /** Read by the status report at any time, changed by the administration: copy on write. */
+    private final List<LunStack> luns = new CopyOnWriteArrayList<>();
+    private LiveTargets liveTargets;
     private final ControlRegistry registry = new ControlRegistry();
     private final ExecutorService ioWorkers;
     private ReadaheadBudget readaheadBudget;
@@ -96,7 +95,7 @@ public final class StripestackServer implements Closeable {
         List<String> report = new ArrayList<>();
         for (ArrayConfig ac : config.arrays().values()) {
             long existing = ac.members().stream().filter(java.nio.file.Files::exists).count();
-            if (existing == ac.members().size()) {
+            if (existing == ac.members().size() && ac.remote().members().isEmpty()) {
                 report.add(ac.name() + ": exists (all " + existing + " members present); not touched");
                 continue;
             }
@@ -105,8 +104,12 @@ public final class StripestackServer implements Closeable {
                         + " member files exist; refusing to create over them. Remove them to start afresh, or run"
                         + " 'serve' to assemble the array degraded and add the missing member");
             }
-            try (Raid5Array array = StackBuilder.openArray(ac, Raid5Options.defaults()).array()) {
-                report.add(ac.name() + ": created " + array.status().mdstat().replace("\n", "\n  "));
+            StackBuilder.OpenedArray opened = StackBuilder.openArray(ac,
+                    Raid5Options.defaults().withBitmapChunkBytes(ac.bitmapChunkBytes()));
+            try (Raid5Array array = opened.array()) {
+                // remote members may carry this array's superblocks already: then it was assembled, not created
+                report.add(ac.name() + (opened.created() ? ": created " : ": exists on its remote members; not changed ")
+                        + array.status().mdstat().replace("\n", "\n  "));
             }
         }
         return report;
@@ -115,52 +118,29 @@ public final class StripestackServer implements Closeable {
     private void startAll() throws IOException {
         for (ArrayConfig ac : config.arrays().values()) {
             Raid5Options options = Raid5Options.defaults().withStripeCacheRows(ac.stripeCacheSize())
-                    .withStartDirtyDegraded(ac.startDirtyDegraded());
+                    .withStartDirtyDegraded(ac.startDirtyDegraded()).withBitmapChunkBytes(ac.bitmapChunkBytes());
             StackBuilder.OpenedArray opened = StackBuilder.openArray(ac, options);
             Raid5Array array = opened.array();
             if (opened.created()) {
                 createdArrays.add(ac.name());
             }
             arrays.put(ac.name(), array);
+            remoteMembers.put(ac.name(), opened.remoteMembers());
+            RemoteMemberReport.registerControls(registry, ac.name(), opened.remoteMembers());
             array.setCheckParityOnReads(ac.checkParityOnReads());
             registerArrayControls(ac, array);
         }
+        remoteReturns.start();
         readaheadBudget = new ReadaheadBudget(config.server().readaheadBudget());
+        liveTargets = new LiveTargets(new LunFactory(arrays, createdArrays, readaheadBudget), config.arrays(), arrays,
+                luns, registry, config.dataDir());
         for (TargetConfig tc : config.targets()) {
-            Map<Long, LogicalUnit> units = new LinkedHashMap<>();
-            CopyTargets copyTargets = new CopyTargets(); // EXTENDED COPY reaches the LUNs of its own target only
-            for (LunConfig lc : tc.luns()) {
-                var backing = lc.backing();
-                boolean baseIsNew = backing.ram() || (backing.array() != null ? createdArrays.contains(backing.array())
-                        : !java.nio.file.Files.exists(backing.file()));
-                BlockDevice base = StackBuilder.openBase(lc, arrays);
-                LunStack stack;
-                try {
-                    stack = StackBuilder.buildLun(tc.iqn(), lc, base, baseIsNew, readaheadBudget);
-                } catch (IOException | RuntimeException e) {
-                    if (!(base instanceof Raid5Array)) {
-                        closeQuietly(base, base.name()); // arrays are closed by close(); a LUN's own file here
-                    }
-                    throw e;
-                }
-                luns.add(stack);
-                units.put((long) lc.lun(),
-                        new LogicalUnit(stack.top(), identity(tc, lc, base), lc.readOnly(), copyTargets));
-                registerLunControls(stack);
-                log.info("target {} LUN {}: {} bytes, {}", tc.iqn(), lc.lun(), stack.top().size(), describe(stack));
-            }
-            IscsiTargetDefinition.Builder def = IscsiTargetDefinition.builder(tc.iqn(), new ScsiTarget(units))
-                    .alias(tc.alias()).allowedInitiators(tc.allowedInitiators());
-            if (tc.chap() != null) {
-                def.chap(tc.chap().user(), tc.chap().secret());
-            }
-            if (tc.mutualChap() != null) {
-                def.mutualChap(tc.mutualChap().user(), tc.mutualChap().secret());
-            }
-            targets.add(def.build());
+            liveTargets.addAtStart(tc);
         }
-        iscsi = new IscsiServer(settings(config.server()), targets, ioWorkers);
+        iscsi = new IscsiServer(settings(config.server()), liveTargets.definitions(), ioWorkers);
         iscsi.start();
+        liveTargets.attach(iscsi);
+        AdminVerbs.register(registry, liveTargets, config, arrays, iscsi::boundAddresses);
         for (InetSocketAddress a : iscsi.boundAddresses()) {
             log.info("listening on {}:{}", a.getAddress().getHostAddress(), a.getPort());
         }
@@ -169,8 +149,9 @@ public final class StripestackServer implements Closeable {
                     portalText(iscsi.boundAddresses().get(0)), portalText(iscsi.boundAddresses().get(0)));
         }
         StatusReport status = new StatusReport(arrays, luns, iscsi::bufferStats);
-        registry.setStatusReport(status::render);
-        registry.setMetricsReport(status::prometheus);
+        RemoteMemberReport remoteReport = new RemoteMemberReport(remoteMembers);
+        registry.setStatusReport(() -> status.render() + remoteReport.render());
+        registry.setMetricsReport(() -> status.prometheus() + remoteReport.prometheus());
         admin = new AdminServer(config.server().adminSocket(), registry);
         Portal metricsPortal = config.server().metrics();
         if (metricsPortal != null) {
@@ -210,30 +191,6 @@ public final class StripestackServer implements Closeable {
             b.portal(p.toString());
         }
         return b.build();
-    }
-
-    private static LogicalUnitIdentity identity(TargetConfig tc, LunConfig lc, BlockDevice base) {
-        String stableName = tc.iqn() + "/lun" + lc.lun() + "/" + (base instanceof Raid5Array a ? a.uuid() : base.name());
-        UUID id = LogicalUnitIdentity.stableIdFromName(stableName);
-        if (lc.serial() == null) {
-            return LogicalUnitIdentity.of(id);
-        }
-        return new LogicalUnitIdentity(LogicalUnitIdentity.DEFAULT_VENDOR, LogicalUnitIdentity.DEFAULT_PRODUCT,
-                LogicalUnitIdentity.DEFAULT_REVISION, lc.serial(), LogicalUnitIdentity.naaFrom(id));
-    }
-
-    private static String describe(LunStack stack) {
-        StringBuilder s = new StringBuilder();
-        for (BlockDevice layer : stack.layers()) {
-            if (s.length() > 0) {
-                s.append(" -> ");
-            }
-            s.append(layer == stack.readahead() ? "readahead(" + stack.readahead().readAheadKb() + " KiB)"
-                    : layer == stack.crypto() ? "crypt(" + stack.crypto().cipher().spec() + ", offset "
-                            + stack.crypto().offsetSectors() + ")"
-                    : layer.name());
-        }
-        return s.toString();
     }
 
     private void registerArrayControls(ArrayConfig ac, Raid5Array array) {
@@ -319,13 +276,9 @@ public final class StripestackServer implements Closeable {
         });
     }
 
-    private void registerLunControls(LunStack stack) {
-        if (stack.readahead() != null) {
-            var ra = stack.readahead();
-            registry.register(stack.controlPath() + "/read_ahead_kb", ControlAttribute.ofInt(
-                    () -> (int) ra.readAheadKb(), ra::setReadAheadKb, 0, (int) (ra.budget().totalBytes() / 1024)));
-        }
-        registry.register(stack.controlPath() + "/size", ControlAttribute.readOnly(() -> Long.toString(stack.top().size())));
+    /** The admin socket's path (stripestack ctl, ls, saveconfig...). */
+    public Path adminSocket() {
+        return admin.socketPath();
     }
 
     public ControlRegistry registry() {
@@ -352,6 +305,7 @@ public final class StripestackServer implements Closeable {
             return;
         }
         closed = true;
+        remoteReturns.close();
         if (metrics != null) {
             metrics.close();
         }
@@ -369,8 +323,8 @@ public final class StripestackServer implements Closeable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        for (IscsiTargetDefinition t : targets) {
-            t.close();
+        if (liveTargets != null) {
+            liveTargets.close();
         }
         // Each layer owns the one below and closes it; closing a LUN's top closes its whole chain, the
         // array included (Raid5Array.close is idempotent: arrays no LUN exports are closed after).

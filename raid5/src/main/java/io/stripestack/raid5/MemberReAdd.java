@@ -1,0 +1,68 @@
+package io.stripestack.raid5;
+
+import java.util.Locale;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Puts a faulty member's own device back into its role, like {@code mdadm --re-add}: a disk (or a remote
+ * target) that came back after a failure still holds every row written before it failed, so with the
+ * write-intent bitmap the rebuild visits only the regions whose bits are set and takes every other row as
+ * it is. Without a bitmap (the partial parity log and md's resync policy keep none) the re-added member is
+ * rebuilt whole, as a spare would be.
+ *
+ * <p>Why the bits are enough: a row's bit is set, durably, by the row's slot owner before any write to the
+ * row, and the bitmap daemon clears no bit while the array is degraded, so every row written since the
+ * member failed (and every row being written when it failed) is dirty. The rebuild decides "clean: skip"
+ * as the row's slot owner ({@link SyncEngine}), so no write to that row can slip between the decision and
+ * the checkpoint moving past it; writes below the checkpoint reach the re-added member as usual.
+ *
+ * <p>Concurrency: runs under the array's state lock ({@link MemberSet#lock}); stateless otherwise.
+ */
+final class MemberReAdd {
+    private static final Logger LOG = LoggerFactory.getLogger(Raid5Array.class);
+
+    private MemberReAdd() {
+    }
+
+    /**
+     * Starts the rebuild of {@code role} onto the faulty device it still holds; returns whether only the
+     * bitmap's dirty regions are rebuilt.
+     *
+     * @throws IllegalStateException naming the reason when the role is not faulty with its device attached,
+     *                               or the array has failed
+     */
+    static boolean start(String name, MemberSet members, Superblocks superblocks, SyncEngine sync, int role) {
+        synchronized (members.lock) {
+            if (members.closed || members.failed) {
+                throw new IllegalStateException(name + ": the array is " + (members.closed ? "closed" : "failed")
+                        + "; a member cannot be re-added");
+            }
+            if (role < 0 || role >= members.roles.length) {
+                throw new IllegalArgumentException(name + ": member role " + role + " does not exist; roles are 0.."
+                        + (members.roles.length - 1));
+            }
+            MemberSet.Member m = members.roles[role];
+            if (m.state != Raid5Status.MemberState.FAULTY || m.device == null || members.failedRole != role) {
+                throw new IllegalStateException(name + ": member " + role + " is "
+                        + m.state.name().toLowerCase(Locale.ROOT) + (m.device == null ? " without a device" : "")
+                        + "; only a faulty member that still has its device can be re-added (add a spare instead)");
+            }
+            boolean fromBitmap = superblocks.hasBitmap();
+            members.rebuildFromBitmap = fromBitmap;
+            members.recoveredRows = 0;
+            superblocks.rebuildStartsLocked(m.devNumber, role);
+            m.state = Raid5Status.MemberState.REBUILDING;
+            RowOp running = sync.running();
+            if (running != null && running != RowOp.RECOVER) {
+                sync.requestStopLocked(true);
+            }
+            superblocks.writeLocked(false);
+            sync.wakeLocked();
+            LOG.warn("{}: member {} ({}) re-added; {}", name, role, m.displayName, fromBitmap
+                    ? "rebuilding the regions the write-intent bitmap marks dirty"
+                    : "no write-intent bitmap, so it is rebuilt whole");
+            return fromBitmap;
+        }
+    }
+}

@@ -1,0 +1,330 @@
+package io.stripestack.targetserver.server;
+
+import io.stripestack.raid5.Raid5Array;
+import io.stripestack.targetserver.config.ConfigException;
+import io.stripestack.targetserver.config.ConfigSaver;
+import io.stripestack.targetserver.config.Sizes;
+import io.stripestack.targetserver.config.StripestackConfig;
+import io.stripestack.targetserver.config.StripestackConfig.BackingConfig;
+import io.stripestack.targetserver.config.StripestackConfig.CryptoConfig;
+import io.stripestack.targetserver.config.StripestackConfig.LunConfig;
+import io.stripestack.targetserver.config.StripestackConfig.ReadaheadConfig;
+import io.stripestack.targetserver.control.ControlRegistry;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Supplier;
+
+/**
+ * The administration verbs of the admin socket, as a targetcli or tgtadm user guesses them (docs/operations.md):
+ * <pre>
+ *   ls
+ *   target create IQN [--alias ALIAS]        target delete IQN [--force]
+ *   lun create IQN LUN (--file PATH [--size SIZE] | --ram SIZE | --array NAME) [--read-only] [--serial S]
+ *              [--key-file FILE [--cipher SPEC] [--key-size BITS] | --luks-key-file FILE | --luks-passphrase-file FILE]
+ *   lun delete IQN LUN [--force]             lun set IQN LUN read_only 0|1
+ *   acl add IQN INITIATOR                    acl delete IQN INITIATOR
+ *   chap set IQN USER SECRET_FILE [--mutual] chap clear IQN [--mutual]
+ *   saveconfig [FILE]
+ * </pre>
+ * Parses the words and hands them to {@link LiveTargets}; with {@code server.autosave} every change that
+ * succeeded is saved at once. Relative paths resolve under the data directory (the CLI sends absolute ones).
+ *
+ * <p>Concurrency: called on the admin worker thread only, one request at a time; the state is in
+ * {@link LiveTargets}.
+ */
+final class AdminVerbs {
+    private final LiveTargets live;
+    private final StripestackConfig config;
+    private final Map<String, Raid5Array> arrays;
+    private final Supplier<List<InetSocketAddress>> portals;
+
+    private AdminVerbs(LiveTargets live, StripestackConfig config, Map<String, Raid5Array> arrays,
+            Supplier<List<InetSocketAddress>> portals) {
+        this.live = live;
+        this.config = config;
+        this.arrays = arrays;
+        this.portals = portals;
+    }
+
+    static void register(ControlRegistry registry, LiveTargets live, StripestackConfig config,
+            Map<String, Raid5Array> arrays, Supplier<List<InetSocketAddress>> portals) {
+        AdminVerbs verbs = new AdminVerbs(live, config, arrays, portals);
+        registry.registerCommand("ls", args -> verbs.ls());
+        registry.registerCommand("target", verbs::target);
+        registry.registerCommand("lun", verbs::lun);
+        registry.registerCommand("acl", verbs::acl);
+        registry.registerCommand("chap", verbs::chap);
+        registry.registerCommand("saveconfig", verbs::saveconfig);
+    }
+
+    private String ls() {
+        return AdminTree.render(arrays, live.runningTargets(), live.sessions(), portals.get());
+    }
+
+    private String target(List<String> a) throws IOException {
+        Words w = new Words(a, "target create IQN [--alias ALIAS] | target delete IQN [--force]");
+        switch (w.next("create|delete")) {
+            case "create" -> {
+                String iqn = w.next("IQN");
+                String alias = w.option("--alias");
+                w.end();
+                return changed(live.createTarget(iqn, alias));
+            }
+            case "delete" -> {
+                String iqn = w.next("IQN");
+                boolean force = w.flag("--force");
+                w.end();
+                return changed(live.deleteTarget(iqn, force));
+            }
+            default -> throw w.usage();
+        }
+    }
+
+    private String lun(List<String> a) throws IOException {
+        Words w = new Words(a, "lun create IQN LUN (--file PATH [--size SIZE] | --ram SIZE | --array NAME) [--read-only]"
+                + " [--serial S] | lun delete IQN LUN [--force] | lun set IQN LUN read_only 0|1");
+        String verb = w.next("create|delete|set");
+        String iqn = w.next("IQN");
+        int lun = w.number("LUN");
+        switch (verb) {
+            case "create" -> {
+                String file = w.option("--file");
+                String size = w.option("--size");
+                String ram = w.option("--ram");
+                String array = w.option("--array");
+                boolean readOnly = w.flag("--read-only");
+                String serial = w.option("--serial");
+                CryptoConfig crypto = crypto(w);
+                w.end();
+                if ((file == null ? 0 : 1) + (ram == null ? 0 : 1) + (array == null ? 0 : 1) != 1) {
+                    throw new IllegalArgumentException("give exactly one of --file PATH, --ram SIZE or --array NAME");
+                }
+                if (size != null && file == null) {
+                    throw new IllegalArgumentException("--size goes with --file (the size of a file to create)");
+                }
+                BackingConfig backing = file != null
+                        ? new BackingConfig(null, config.dataDir().resolve(file).normalize(), size == null ? 0 : size(size, "--size"), false)
+                        : ram != null ? new BackingConfig(null, null, ramSize(ram), true)
+                        : new BackingConfig(array, null, 0, false);
+                return changed(live.createLun(iqn, new LunConfig(lun, backing, crypto, new ReadaheadConfig(-1, false),
+                        readOnly, serial)));
+            }
+            case "delete" -> {
+                boolean force = w.flag("--force");
+                w.end();
+                return changed(live.deleteLun(iqn, lun, force));
+            }
+            case "set" -> {
+                String attribute = w.next("read_only");
+                if (!attribute.equals("read_only")) {
+                    throw new IllegalArgumentException("a LUN has one attribute to set here, read_only (its"
+                            + " read_ahead_kb is 'stripestack ctl set " + iqn + "/lun" + lun + "/read_ahead_kb N')");
+                }
+                String value = w.next("0|1");
+                w.end();
+                if (!value.equals("0") && !value.equals("1")) {
+                    throw new IllegalArgumentException("read_only takes 0 or 1, not '" + value + "'");
+                }
+                return changed(live.setReadOnly(iqn, lun, value.equals("1")));
+            }
+            default -> throw w.usage();
+        }
+    }
+
+    /**
+     * {@code --key-file FILE [--cipher SPEC] [--key-size BITS]}: plain dm-crypt with a raw key; {@code --luks-key-file
+     * FILE} or {@code --luks-passphrase-file FILE}: a LUKS volume already formatted on the device below. The files
+     * must be readable by their owner only (the crypto layer refuses others, naming the file).
+     */
+    private CryptoConfig crypto(Words w) {
+        String keyFile = w.option("--key-file");
+        String cipher = w.option("--cipher");
+        String keySize = w.option("--key-size");
+        String luksKey = w.option("--luks-key-file");
+        String luksPassphrase = w.option("--luks-passphrase-file");
+        int given = (keyFile == null ? 0 : 1) + (luksKey == null ? 0 : 1) + (luksPassphrase == null ? 0 : 1);
+        if (given > 1) {
+            throw new IllegalArgumentException("give one of --key-file, --luks-key-file or --luks-passphrase-file");
+        }
+        if (given == 0) {
+            if (cipher != null || keySize != null) {
+                throw new IllegalArgumentException("--cipher and --key-size go with --key-file");
+            }
+            return null;
+        }
+        if (keyFile == null) {
+            if (cipher != null || keySize != null) {
+                throw new IllegalArgumentException("a LUKS volume's cipher and key size come from its header;"
+                        + " drop --cipher and --key-size");
+            }
+            Path file = config.dataDir().resolve(luksKey != null ? luksKey : luksPassphrase);
+            return new CryptoConfig(true, null, 0, luksKey != null ? file : null, luksKey != null ? null : file, null,
+                    0, 0, 512, false, false, false);
+        }
+        String spec = cipher == null ? "aes-xts-plain64" : cipher;
+        int bits = keySize == null ? (spec.contains("-xts-") ? 512 : 256) : w.parseNumber(keySize, "--key-size");
+        if (bits < 128 || bits > 512 || bits % 64 != 0) {
+            throw new IllegalArgumentException("--key-size " + bits + " is not a key size (128, 256 or, for XTS, 256 and 512)");
+        }
+        return new CryptoConfig(false, spec, bits, config.dataDir().resolve(keyFile), null, "ripemd160", 0, 0, 512,
+                false, false, false);
+    }
+
+    private String acl(List<String> a) throws IOException {
+        Words w = new Words(a, "acl add IQN INITIATOR | acl delete IQN INITIATOR");
+        String verb = w.next("add|delete");
+        String iqn = w.next("IQN");
+        String initiator = w.next("INITIATOR");
+        w.end();
+        return switch (verb) {
+            case "add" -> changed(live.addAcl(iqn, initiator));
+            case "delete" -> changed(live.removeAcl(iqn, initiator));
+            default -> throw w.usage();
+        };
+    }
+
+    private String chap(List<String> a) throws IOException {
+        Words w = new Words(a, "chap set IQN USER SECRET_FILE [--mutual] | chap clear IQN [--mutual]");
+        String verb = w.next("set|clear");
+        String iqn = w.next("IQN");
+        switch (verb) {
+            case "set" -> {
+                String user = w.next("USER");
+                Path file = Path.of(w.next("SECRET_FILE"));
+                boolean mutual = w.flag("--mutual");
+                w.end();
+                return changed(live.setChap(iqn, user, file, mutual));
+            }
+            case "clear" -> {
+                boolean mutual = w.flag("--mutual");
+                w.end();
+                return changed(live.clearChap(iqn, mutual));
+            }
+            default -> throw w.usage();
+        }
+    }
+
+    private String saveconfig(List<String> a) throws IOException {
+        Words w = new Words(a, "saveconfig [FILE]");
+        String file = w.optionalNext();
+        w.end();
+        return save(file == null ? null : Path.of(file));
+    }
+
+    /** A change's answer, followed by the save's when autosave is on. */
+    private String changed(String answer) throws IOException {
+        if (!config.server().autosave()) {
+            return answer;
+        }
+        try {
+            return answer + "\n" + save(null);
+        } catch (IOException | RuntimeException e) {
+            throw new IOException(answer + "; but autosave failed: " + e.getMessage(), e);
+        }
+    }
+
+    private String save(Path requested) throws IOException {
+        Path own = config.file();
+        boolean ownExists = Files.isRegularFile(own);
+        if (requested == null && !ownExists) {
+            throw new IllegalArgumentException("the server runs " + own + ", which is no file to write; give saveconfig"
+                    + " a FILE (and start the server with --config FILE)");
+        }
+        Path file = requested == null ? own : requested;
+        String base;
+        try {
+            base = ownExists ? Files.readString(own, StandardCharsets.UTF_8) : DefaultConfig.text();
+        } catch (ConfigException e) {
+            throw new IOException(e.getMessage(), e);
+        }
+        int saved = ConfigSaver.save(file, base, live.runningTargets(), config.dataDir(), Path.of(""));
+        return "saved " + saved + " targets to " + file.toAbsolutePath().normalize()
+                + " atomically (" + ConfigSaver.COMMENTS_NOTE + ")";
+    }
+
+    private static long size(String text, String what) {
+        try {
+            return Sizes.parse(text);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(what + " " + text + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static long ramSize(String text) {
+        long bytes = size(text, "--ram");
+        if (bytes < (1L << 20) || bytes > (1L << 31) - 4096) {
+            throw new IllegalArgumentException("--ram " + text + " is outside 1M..2047M (a RAM LUN lives in the heap)");
+        }
+        return bytes;
+    }
+
+    /** The words of one request: positional words in order, then options anywhere after them. */
+    private static final class Words {
+        private final List<String> words;
+        private final String usage;
+        private int next;
+
+        Words(List<String> words, String usage) {
+            this.words = new ArrayList<>(words);
+            this.usage = usage;
+        }
+
+        String next(String what) {
+            if (next >= words.size() || words.get(next).startsWith("--")) {
+                throw new IllegalArgumentException("missing " + what + "; usage: " + usage);
+            }
+            return words.get(next++);
+        }
+
+        String optionalNext() {
+            return next < words.size() && !words.get(next).startsWith("--") ? words.get(next++) : null;
+        }
+
+        int number(String what) {
+            return parseNumber(next(what), what);
+        }
+
+        int parseNumber(String word, String what) {
+            try {
+                return Integer.parseInt(word);
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException(what + " '" + word + "' is not a number; usage: " + usage);
+            }
+        }
+
+        boolean flag(String name) {
+            return words.subList(next, words.size()).remove(name);
+        }
+
+        String option(String name) {
+            List<String> rest = words.subList(next, words.size());
+            int i = rest.indexOf(name);
+            if (i < 0) {
+                return null;
+            }
+            if (i + 1 >= rest.size() || rest.get(i + 1).startsWith("--")) {
+                throw new IllegalArgumentException(name + " needs a value; usage: " + usage);
+            }
+            String value = rest.get(i + 1);
+            rest.subList(i, i + 2).clear();
+            return value;
+        }
+
+        void end() {
+            if (next < words.size()) {
+                throw new IllegalArgumentException("unexpected '" + String.join(" ", words.subList(next, words.size()))
+                        + "'; usage: " + usage);
+            }
+        }
+
+        IllegalArgumentException usage() {
+            return new IllegalArgumentException("usage: " + usage);
+        }
+    }
+}

@@ -1,0 +1,220 @@
+package io.stripestack.remote;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.stripestack.initiator.IscsiUrl;
+import io.stripestack.targetserver.testing.Tgtd;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A remote member against a real tgt target (tgtd, defaults: MaxRecvDataSegmentLength 8 KiB, MaxBurstLength
+ * 256 KiB, FirstBurstLength 64 KiB): size from READ CAPACITY(16), requests larger than a burst cut right (the
+ * bytes land at the right offsets of tgtd's backing file), several commands in flight from several threads,
+ * FUA writes and flushes; a target that dies and comes back within the retry window loses no I/O, and one that
+ * stays away fails the I/O with an IOException after the window.
+ */
+class RemoteBlockDeviceTgtdTest {
+    private static final long LUN_BYTES = 16L << 20;
+
+    @TempDir
+    Path dir;
+
+    private static RemoteEndpoint endpoint(Tgtd tgtd) {
+        return new RemoteEndpoint(IscsiUrl.parse(tgtd.url(1)), null);
+    }
+
+    @Test
+    void readsAndWritesLandWhereTheyBelongWithSeveralCommandsInFlight() throws Exception {
+        try (Tgtd tgtd = Tgtd.start(dir.resolve("tgt"), 1, LUN_BYTES);
+             RemoteBlockDevice device = RemoteBlockDevice.open(endpoint(tgtd),
+                     RemoteMemberOptions.defaults().withConnections(2, 8))) {
+            assertEquals(LUN_BYTES, device.size());
+            assertEquals(512, device.logicalBlockSize());
+            assertEquals(256 << 10, device.geometry().maxTransfer(), "one command is one MaxBurstLength");
+
+            int pieces = 8;
+            int pieceBytes = 1 << 20; // four bursts each
+            byte[][] data = new byte[pieces][pieceBytes];
+            ExecutorService pool = Executors.newFixedThreadPool(pieces);
+            try {
+                List<Future<?>> done = new ArrayList<>();
+                for (int i = 0; i < pieces; i++) {
+                    int piece = i;
+                    new Random(piece).nextBytes(data[piece]);
+                    done.add(pool.submit(() -> {
+                        ByteBuffer src = ByteBuffer.allocateDirect(pieceBytes).put(data[piece]).flip();
+                        for (int round = 0; round < 4; round++) {
+                            device.write((long) piece * pieceBytes + 4096, src.rewind());
+                            assertEquals(src.limit(), src.position(), "a write leaves the position at the limit");
+                        }
+                        return null;
+                    }));
+                }
+                for (Future<?> f : done) {
+                    f.get(60, TimeUnit.SECONDS);
+                }
+            } finally {
+                pool.shutdownNow();
+            }
+            device.flush();
+            RemoteMemberStatus status = device.status();
+            assertTrue(status.peakInFlight() > 1, "several commands were outstanding on one session: " + status);
+            assertEquals(RemoteMemberStatus.State.CONNECTED, status.state());
+
+            byte[] file = Files.readAllBytes(tgtd.backingFile(1));
+            for (int i = 0; i < pieces; i++) {
+                ByteBuffer back = ByteBuffer.allocate(pieceBytes);
+                device.read((long) i * pieceBytes + 4096, back);
+                assertEquals(back.limit(), back.position(), "a read leaves the position at the limit");
+                assertArrayEquals(data[i], back.array(), "piece " + i + " read back");
+                byte[] onDisk = java.util.Arrays.copyOfRange(file, i * pieceBytes + 4096, (i + 1) * pieceBytes + 4096);
+                assertArrayEquals(data[i], onDisk, "piece " + i + " in tgtd's backing file");
+            }
+
+            byte[] log = new byte[4096];
+            new Random(99).nextBytes(log);
+            device.writeDurable(LUN_BYTES - 4096, ByteBuffer.wrap(log));
+            ByteBuffer back = ByteBuffer.allocate(4096);
+            device.read(LUN_BYTES - 4096, back);
+            assertArrayEquals(log, back.array());
+        }
+    }
+
+    @Test
+    void chapWithTheSecretFromAFileAlsoAtEveryReconnect() throws Exception {
+        Path secret = io.stripestack.blockdev.FilePermissions.createPrivate(dir.resolve("member.chap"));
+        Files.writeString(secret, "member-secret-0123\n");
+        try (Tgtd tgtd = Tgtd.start(dir.resolve("tgt"), 1, LUN_BYTES)) {
+            tgtd.requireChap("gateway", "member-secret-0123");
+            IOException refused = assertThrows(IOException.class,
+                    () -> RemoteBlockDevice.open(endpoint(tgtd), RemoteMemberOptions.defaults()));
+            assertTrue(refused.getMessage().toLowerCase(java.util.Locale.ROOT).contains("auth"), refused.getMessage());
+            IscsiUrl url = IscsiUrl.parse(tgtd.url(1).replace("iscsi://", "iscsi://gateway@"));
+            try (RemoteBlockDevice device = RemoteBlockDevice.open(new RemoteEndpoint(url, secret),
+                    RemoteMemberOptions.defaults().withConnections(1, 4))) {
+                device.write(0, ByteBuffer.allocate(4096));
+                tgtd.restart();
+                device.read(0, ByteBuffer.allocate(4096)); // logged in again with the secret read afresh
+                assertEquals(1, device.status().reconnects());
+                assertTrue(!device.name().contains("member-secret"), device.name());
+            }
+        }
+    }
+
+    @Test
+    void aReadOrWriteAllocatesNothingOnTheCallersThread() throws Exception {
+        var threads = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        try (Tgtd tgtd = Tgtd.start(dir.resolve("tgt"), 1, LUN_BYTES);
+             RemoteBlockDevice device = RemoteBlockDevice.open(endpoint(tgtd),
+                     RemoteMemberOptions.defaults().withConnections(2, 4))) {
+            ByteBuffer buf = ByteBuffer.allocateDirect(512 << 10); // two commands each
+            for (int i = 0; i < 50; i++) { // warm up
+                device.write(0, buf.clear());
+                device.read(0, buf.clear());
+            }
+            int rounds = 200;
+            long before = threads.getCurrentThreadAllocatedBytes();
+            for (int i = 0; i < rounds; i++) {
+                device.write((long) (i % 16) * buf.capacity(), buf.clear());
+                device.read((long) (i % 16) * buf.capacity(), buf.clear());
+            }
+            long perIo = (threads.getCurrentThreadAllocatedBytes() - before) / (2L * rounds);
+            assertTrue(perIo < 16, perIo + " bytes allocated per request");
+        }
+    }
+
+    @Test
+    void aTargetThatComesBackWithinTheRetryWindowLosesNoIo() throws Exception {
+        try (Tgtd tgtd = Tgtd.start(dir.resolve("tgt"), 1, LUN_BYTES);
+             RemoteBlockDevice device = RemoteBlockDevice.open(endpoint(tgtd),
+                     RemoteMemberOptions.defaults().withConnections(1, 4).withRetryTimeout(Duration.ofSeconds(30)))) {
+            byte[] before = new byte[64 << 10];
+            new Random(1).nextBytes(before);
+            device.write(0, ByteBuffer.wrap(before));
+            tgtd.kill();
+            Thread restarter = new Thread(() -> {
+                try {
+                    Thread.sleep(1500);
+                    tgtd.restart();
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            restarter.start();
+            byte[] during = new byte[64 << 10];
+            new Random(2).nextBytes(during);
+            long started = System.nanoTime();
+            device.write(1 << 20, ByteBuffer.wrap(during)); // waits for the target
+            restarter.join();
+            assertTrue(System.nanoTime() - started > TimeUnit.MILLISECONDS.toNanos(1000), "the write waited");
+            ByteBuffer back = ByteBuffer.allocate(during.length);
+            device.read(1 << 20, back);
+            assertArrayEquals(during, back.array());
+            back = ByteBuffer.allocate(before.length);
+            device.read(0, back);
+            assertArrayEquals(before, back.array());
+            RemoteMemberStatus status = device.status();
+            assertTrue(status.reconnects() >= 1, status.toString());
+            assertEquals(RemoteMemberStatus.State.CONNECTED, status.state());
+        }
+    }
+
+    @Test
+    void aHungTargetTimesOutAndItsIoFailsAfterTheRetryWindow() throws Exception {
+        try (Tgtd tgtd = Tgtd.start(dir.resolve("tgt"), 1, LUN_BYTES);
+             RemoteBlockDevice device = RemoteBlockDevice.open(endpoint(tgtd), RemoteMemberOptions.defaults()
+                     .withConnections(1, 4).withRetryTimeout(Duration.ofSeconds(3))
+                     .withCommandTimeout(Duration.ofSeconds(2)))) {
+            device.read(0, ByteBuffer.allocate(4096));
+            tgtd.pause();
+            long started = System.nanoTime();
+            IOException e = assertThrows(IOException.class, () -> device.write(0, ByteBuffer.allocate(4096)));
+            long waited = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+            // the command's 2 s, the 3 s window, and at most one more 2 s login that the window cut short
+            assertTrue(waited >= 4500 && waited < 12000, "waited " + waited + " ms");
+            assertTrue(e.getMessage().contains("retry timeout"), e.getMessage());
+            assertEquals(RemoteMemberStatus.State.FAILED, device.status().state());
+            tgtd.resume();
+            assertTrue(device.reconnect(), "connects again once the target answers");
+            device.read(0, ByteBuffer.allocate(4096));
+        }
+    }
+
+    @Test
+    void aTargetThatStaysAwayFailsTheIoAfterTheRetryWindow() throws Exception {
+        try (Tgtd tgtd = Tgtd.start(dir.resolve("tgt"), 1, LUN_BYTES);
+             RemoteBlockDevice device = RemoteBlockDevice.open(endpoint(tgtd),
+                     RemoteMemberOptions.defaults().withConnections(2, 4).withRetryTimeout(Duration.ofSeconds(2)))) {
+            tgtd.kill();
+            long started = System.nanoTime();
+            IOException e = assertThrows(IOException.class, () -> device.read(0, ByteBuffer.allocate(4096)));
+            long waited = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+            assertTrue(waited >= 1900 && waited < 20000, "waited " + waited + " ms");
+            assertTrue(e.getMessage().contains("retry timeout"), e.getMessage());
+            started = System.nanoTime();
+            assertThrows(IOException.class, () -> device.write(0, ByteBuffer.allocate(4096)));
+            assertTrue(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started) < 1000,
+                    "a given-up member fails at once on every session");
+            assertEquals(RemoteMemberStatus.State.FAILED, device.status().state());
+            tgtd.restart();
+            assertTrue(device.reconnect(), "connects again once asked");
+            device.read(0, ByteBuffer.allocate(4096));
+        }
+    }
+}

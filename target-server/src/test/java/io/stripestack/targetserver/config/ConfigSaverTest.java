@@ -1,0 +1,95 @@
+package io.stripestack.targetserver.config;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The targets section written by saveconfig: what it keeps of the file, and that it loads to the same targets. */
+class ConfigSaverTest {
+    @TempDir
+    Path dir;
+
+    private String config(String targets) throws IOException {
+        Files.createDirectories(dir.resolve("data"));
+        Files.write(dir.resolve("data/k.key"), new byte[64]);
+        Files.setPosixFilePermissions(dir.resolve("data/k.key"), java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        return """
+                # head comment
+                data_dir: %s   # where data lives
+                %s
+                # about the server
+                server:
+                  io_threads: 3 # three
+                """.formatted(dir.resolve("data"), targets);
+    }
+
+    @Test
+    void everyKindOfLunLoadsBackEqualAndTheRestOfTheFileIsKept() throws Exception {
+        String text = config("""
+                targets:
+                  # this comment is inside the section and is not kept
+                  - iqn: "iqn.2026-11.io.example:a"
+                    alias: "with \\"quotes\\""
+                    allowed_initiators: [iqn.2026-11.io.example:i1, iqn.2026-11.io.example:i2]
+                    luns:
+                      - {lun: 0, file: f0.img, create_size: 8MiB, serial: S0, read_only: true}
+                      - {lun: 1, ram_size: 2MiB, readahead: 64}
+                      - lun: 2
+                        file: /elsewhere/f2.img
+                        crypto: {cipher: aes-xts-plain64, key_file: k.key, offset: 8, skip: 2, sector_size: 4096,
+                                 iv_large_sectors: true, allow_discards: true}
+                        readahead: {read_ahead_kb: 32, placement: below-crypto}
+                      - {lun: 3, file: f3.img, crypto: {luks: true, passphrase_file: /p/pass}}
+                  - {iqn: "iqn.2026-11.io.example:b", luns: []}
+                """);
+        StripestackConfig before = ConfigLoader.parse("c.yaml", text, Path.of(""));
+        String saved = ConfigSaver.withTargets(text, TargetsYaml.render(before.targets(), before.dataDir()));
+        StripestackConfig after = ConfigLoader.parse("c.yaml", saved, Path.of(""));
+        assertEquals(before.targets(), after.targets(), saved);
+        assertEquals(before.server(), after.server());
+        assertTrue(saved.startsWith("# head comment\ndata_dir: "), saved);
+        assertTrue(saved.contains("   # where data lives\n"), saved);
+        assertTrue(saved.contains("# about the server\nserver:\n  io_threads: 3 # three"), saved);
+        assertFalse(saved.contains("inside the section"), saved);
+        assertTrue(saved.contains("file: \"f0.img\""), "paths under data_dir stay relative: " + saved);
+        assertTrue(saved.contains("file: \"/elsewhere/f2.img\""), saved);
+    }
+
+    @Test
+    void aFileWithoutTargetsGetsTheSectionAppendedAndInlineSecretsAreNotWritten() throws Exception {
+        String text = config("""
+                targets:
+                  - iqn: "iqn.2026-11.io.example:a"
+                    chap: {user: u, secret: an-inline-secret}
+                    luns: [{lun: 0, ram_size: 1MiB}]
+                """);
+        StripestackConfig loaded = ConfigLoader.parse("c.yaml", text, Path.of(""));
+        String refusal = assertThrows(IllegalArgumentException.class,
+                () -> TargetsYaml.render(loaded.targets(), loaded.dataDir())).getMessage();
+        assertTrue(refusal.contains("target iqn.2026-11.io.example:a") && refusal.contains("secret_file"), refusal);
+        assertFalse(refusal.contains("an-inline-secret"));
+
+        String none = "data_dir: " + dir.resolve("data") + "\n# trailing words\n";
+        String appended = ConfigSaver.withTargets(none, "targets: []\n");
+        assertEquals(none + "targets: []\n", appended);
+    }
+
+    @Test
+    void aStateThatWouldNotLoadIsNotWritten() throws Exception {
+        Path file = dir.resolve("c.yaml");
+        String text = config("targets:\n  - {iqn: \"iqn.2026-11.io.example:a\", luns: [{lun: 0, ram_size: 1MiB}]}\n");
+        Files.writeString(file, text);
+        IOException e = assertThrows(IOException.class,
+                () -> ConfigSaver.save(file, text, java.util.List.of(), dir.resolve("data"), Path.of("")));
+        assertTrue(e.getMessage().contains("would not load back") && e.getMessage().contains("at least one target"),
+                e.getMessage());
+        assertEquals(text, Files.readString(file), "the file is unchanged");
+    }
+}

@@ -1,0 +1,428 @@
+package io.stripestack.targetserver.server;
+
+import static io.stripestack.targetserver.testing.ExternalTools.run;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.stripestack.initiator.InitiatorOptions;
+import io.stripestack.initiator.IscsiInitiator;
+import io.stripestack.initiator.IscsiUrl;
+import io.stripestack.initiator.ScsiCommandException;
+import io.stripestack.targetserver.config.ConfigLoader;
+import io.stripestack.targetserver.config.StripestackConfig;
+import io.stripestack.targetserver.control.AdminServer;
+import io.stripestack.targetserver.testing.ExternalTools;
+import io.stripestack.targetserver.testing.ExternalTools.Result;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Targets, LUNs, ACLs and CHAP changed on a running server through its admin socket, used through libiscsi's
+ * tools and qemu-io, while another session does verified I/O on an unrelated target that must never see an
+ * error; refusals that name what and why and change nothing; saveconfig and a restart from the saved file.
+ */
+class LiveAdministrationTest {
+    private static final String STEADY = "iqn.2026-11.io.stripestack:steady";
+    private static final String LIVE = "iqn.2026-11.io.stripestack:live";
+    private static final String OTHER_INITIATOR = "iqn.2026-11.io.example:other";
+
+    @TempDir
+    Path dir;
+
+    private Path configFile() throws IOException {
+        return configFile("");
+    }
+
+    private Path configFile(String serverExtra) throws IOException {
+        String yaml = """
+                # the operator's own notes: saveconfig keeps them
+                data_dir: %s
+                server:
+                  portals: ["127.0.0.1:0"]   # an ephemeral port for the test
+                  io_threads: 4
+                  admin_socket: admin.sock
+                %s
+                arrays:
+                  md0:
+                    members: [md0/m0.img, md0/m1.img, md0/m2.img]
+                    create_member_size: 8MiB
+                    chunk: 16KiB
+                targets:
+                  - iqn: %s
+                    luns:
+                      - {lun: 0, file: steady.img, create_size: 16MiB}
+                # what follows the targets stays too
+                """.formatted(dir.resolve("data"), serverExtra, STEADY);
+        Path file = dir.resolve("live.yaml");
+        Files.writeString(file, yaml);
+        return file;
+    }
+
+    private static String admin(StripestackServer server, String request) throws IOException {
+        return AdminServer.request(server.adminSocket(), request);
+    }
+
+    private static String refused(StripestackServer server, String request) {
+        return assertThrows(IOException.class, () -> admin(server, request), request).getMessage();
+    }
+
+    /** The tree without the ephemeral port, which differs from start to start. */
+    private static String withoutPort(String tree) {
+        return tree.replaceAll("127\\.0\\.0\\.1:\\d+", "127.0.0.1:PORT");
+    }
+
+    private static String portal(StripestackServer server) {
+        return "127.0.0.1:" + server.boundAddresses().get(0).getPort();
+    }
+
+    private static String url(StripestackServer server, String iqn, int lun) {
+        return "iscsi://" + portal(server) + "/" + iqn + "/" + lun;
+    }
+
+    /** Writes and reads back distinct blocks on the steady LUN until stopped; counts rounds, fails on any error. */
+    private static final class SteadyLoad implements AutoCloseable {
+        final AtomicBoolean stop = new AtomicBoolean();
+        final AtomicLong rounds = new AtomicLong();
+        final ExecutorService thread = Executors.newSingleThreadExecutor();
+        final Future<?> done;
+
+        SteadyLoad(StripestackServer server) throws IOException {
+            this(server, STEADY, 0);
+        }
+
+        SteadyLoad(StripestackServer server, String iqn, int lun) throws IOException {
+            IscsiInitiator session = IscsiInitiator.login(IscsiUrl.parse(url(server, iqn, lun)),
+                    InitiatorOptions.defaults().withInitiatorIqn("iqn.2026-11.io.example:steady"));
+            done = thread.submit(() -> {
+                try (session) {
+                    Random random = new Random(3);
+                    ByteBuffer out = ByteBuffer.allocateDirect(64 << 10);
+                    ByteBuffer in = ByteBuffer.allocateDirect(64 << 10);
+                    byte[] expected = new byte[64 << 10];
+                    byte[] actual = new byte[64 << 10];
+                    while (!stop.get()) {
+                        long lba = (rounds.get() % 200) * 128;
+                        random.nextBytes(expected);
+                        out.clear();
+                        out.put(expected).flip();
+                        session.write16(lba, out);
+                        in.clear();
+                        session.read16(lba, in);
+                        in.flip();
+                        in.get(actual);
+                        if (!java.util.Arrays.equals(expected, actual)) {
+                            throw new AssertionError("steady LUN read back other data at LBA " + lba);
+                        }
+                        rounds.incrementAndGet();
+                    }
+                }
+                return null;
+            });
+        }
+
+        /** Rethrows the load's error at once if it stopped by itself. */
+        void check() throws Exception {
+            if (done.isDone()) {
+                done.get();
+                throw new AssertionError("the load stopped by itself");
+            }
+        }
+
+        @Override
+        public void close() throws Exception {
+            stop.set(true);
+            done.get(60, TimeUnit.SECONDS); // rethrows the load's first error
+            thread.shutdown();
+        }
+    }
+
+    private static void qemuIo(String url, String... commands) throws Exception {
+        java.util.List<String> cmd = new java.util.ArrayList<>(java.util.List.of("qemu-io", "-f", "raw"));
+        for (String c : commands) {
+            cmd.add("-c");
+            cmd.add(c);
+        }
+        cmd.add(url);
+        Result r = ExternalTools.run(60, cmd).requireSuccess("qemu-io");
+        assertFalse(r.output().contains("Pattern verification failed"), r.output());
+        assertFalse(r.output().toLowerCase().contains("error"), r.output());
+    }
+
+    @Test
+    void targetsAndLunsCreatedAtRunTimeServeLibiscsiWhileAnUnrelatedSessionNeverSeesAnError() throws Exception {
+        ExternalTools.requireTool("qemu-io");
+        ExternalTools.requireTool("iscsi-ls");
+        ExternalTools.requireTool("iscsi-inq");
+        ExternalTools.requireTool("iscsi-readcapacity16");
+        try (StripestackServer server = StripestackServer.start(ConfigLoader.load(configFile()))) {
+            try (SteadyLoad steady = new SteadyLoad(server)) {
+                assertTrue(admin(server, "target create " + LIVE + " --alias scratch").contains("created target " + LIVE));
+                assertTrue(admin(server, "lun create " + LIVE + " 0 --file " + dir.resolve("data/live0.img")
+                        + " --size 12M").contains("created LUN 0"));
+                Result ls = run("iscsi-ls", "-s", "iscsi://" + portal(server) + "/").requireSuccess("iscsi-ls");
+                assertTrue(ls.output().contains("Target:" + LIVE), ls.output());
+                assertTrue(ls.output().contains("Lun:0"), ls.output());
+                Result inq = run("iscsi-inq", url(server, LIVE, 0)).requireSuccess("iscsi-inq");
+                assertTrue(inq.output().contains("STRIPSTK") || inq.output().toLowerCase().contains("stripestack"),
+                        inq.output());
+                Result capacity = run("iscsi-readcapacity16", url(server, LIVE, 0)).requireSuccess("iscsi-readcapacity16");
+                assertTrue(capacity.output().contains("LOGICAL BLOCK LENGTH IN BYTES:512"), capacity.output());
+                assertTrue(capacity.output().contains("RETURNED LOGICAL BLOCK ADDRESS:" + (12 * 2048 - 1)), capacity.output());
+                qemuIo(url(server, LIVE, 0), "write -P 0x6b 0 1M", "write -P 0x1d 300k 200k", "read -P 0x6b 0 300k",
+                        "read -P 0x1d 300k 200k", "read -P 0x6b 500k 524k");
+
+                // A second LUN on the array and a RAM one; both listed by the next discovery.
+                admin(server, "lun create " + LIVE + " 1 --array md0");
+                admin(server, "lun create " + LIVE + " 2 --ram 4M");
+                Result ls2 = run("iscsi-ls", "-s", "iscsi://" + portal(server) + "/").requireSuccess("iscsi-ls");
+                assertTrue(ls2.output().contains("Lun:1") && ls2.output().contains("Lun:2"), ls2.output());
+                qemuIo(url(server, LIVE, 1), "write -P 0x33 0 256k", "read -P 0x33 0 256k");
+
+                // Read-only at run time: qemu-io cannot open it for writing, reading still works.
+                admin(server, "lun set " + LIVE + " 0 read_only 1");
+                Result write = ExternalTools.run(60, java.util.List.of("qemu-io", "-f", "raw", "-c", "write -P 0x44 0 4k",
+                        url(server, LIVE, 0)));
+                assertTrue(write.exitCode() != 0 && write.output().contains("write protected"), write.output());
+                Result read = ExternalTools.run(60, java.util.List.of("qemu-io", "-r", "-f", "raw", "-c",
+                        "read -P 0x6b 0 300k", url(server, LIVE, 0))).requireSuccess("qemu-io -r");
+                assertFalse(read.output().contains("Pattern verification failed"), read.output());
+                admin(server, "lun set " + LIVE + " 0 read_only 0");
+
+                // Deleting, with no session left: the array-backed LUN goes, the array stays usable.
+                admin(server, "lun delete " + LIVE + " 1");
+                admin(server, "lun delete " + LIVE + " 2");
+                admin(server, "lun create " + LIVE + " 3 --array md0");
+                qemuIo(url(server, LIVE, 3), "read -P 0x33 0 256k");
+                assertTrue(admin(server, "target delete " + LIVE).contains("deleted target " + LIVE));
+                Result ls3 = run("iscsi-ls", "-s", "iscsi://" + portal(server) + "/").requireSuccess("iscsi-ls");
+                assertFalse(ls3.output().contains(LIVE), ls3.output());
+                assertTrue(steady.rounds.get() > 0, "the steady session did I/O meanwhile");
+            }
+        }
+    }
+
+    @Test
+    void aLunInUseIsDeletedOnlyWithForceAndARemovedAclEndsThatInitiatorsSession() throws Exception {
+        try (StripestackServer server = StripestackServer.start(ConfigLoader.load(configFile()))) {
+            try (SteadyLoad steady = new SteadyLoad(server)) {
+                admin(server, "target create " + LIVE);
+                admin(server, "lun create " + LIVE + " 0 --ram 4M");
+                String me = "iqn.2026-11.io.example:me";
+                admin(server, "acl add " + LIVE + " " + me);
+                admin(server, "acl add " + LIVE + " " + OTHER_INITIATOR);
+                IscsiInitiator session = IscsiInitiator.login(IscsiUrl.parse(url(server, LIVE, 0)),
+                        InitiatorOptions.defaults().withInitiatorIqn(me));
+                try (session) {
+                    session.testUnitReady();
+                    String before = admin(server, "ls");
+                    String busy = refused(server, "lun delete " + LIVE + " 0");
+                    assertTrue(busy.contains("LUN 0 of " + LIVE + " is in use by 1 session") && busy.contains("--force"), busy);
+                    assertEquals(before, admin(server, "ls"), "a refusal changes nothing");
+                    session.testUnitReady();
+
+                    // A LUN added while logged in: the session is told (its initiator retries past the unit
+                    // attention) and can use the new LUN at once.
+                    admin(server, "lun create " + LIVE + " 1 --ram 4M");
+                    session.testUnitReady();
+
+                    String other = admin(server, "acl delete " + LIVE + " " + OTHER_INITIATOR);
+                    assertFalse(other.contains("logged out"), "another initiator's ACL leaves this session: " + other);
+                    session.testUnitReady();
+                    String last = refused(server, "acl delete " + LIVE + " " + me);
+                    assertTrue(last.contains("would let any initiator log in"), "an empty list allows anyone: " + last);
+                    session.testUnitReady();
+                }
+                admin(server, "acl add " + LIVE + " " + OTHER_INITIATOR);
+                IscsiInitiator second = IscsiInitiator.login(IscsiUrl.parse(url(server, LIVE, 0)),
+                        InitiatorOptions.defaults().withInitiatorIqn(me));
+                try (second) {
+                    second.testUnitReady();
+                    String ended = admin(server, "acl delete " + LIVE + " " + me);
+                    assertTrue(ended.contains("its 1 sessions were logged out"), ended);
+                    assertThrows(IOException.class, second::testUnitReady, "the session ended with its ACL");
+                    assertThrows(IOException.class, () -> IscsiInitiator.login(IscsiUrl.parse(url(server, LIVE, 0)),
+                            InitiatorOptions.defaults().withInitiatorIqn(me)).close(), "and it may not log in again");
+                }
+                admin(server, "acl add " + LIVE + " " + me);
+                IscsiInitiator onLun1 = IscsiInitiator.login(IscsiUrl.parse(url(server, LIVE, 1)),
+                        InitiatorOptions.defaults().withInitiatorIqn(OTHER_INITIATOR));
+                IscsiInitiator onLun0 = IscsiInitiator.login(IscsiUrl.parse(url(server, LIVE, 0)),
+                        InitiatorOptions.defaults().withInitiatorIqn(me));
+                try (onLun1; onLun0) {
+                    onLun1.testUnitReady();
+                    onLun0.testUnitReady();
+                    String forced = admin(server, "lun delete " + LIVE + " 0 --force");
+                    assertTrue(forced.contains("deleted LUN 0") && forced.contains("its 2 sessions were told"), forced);
+                    onLun1.testUnitReady(); // past REPORTED LUNS DATA HAS CHANGED, the other LUN works on
+                    ScsiCommandException gone = assertThrows(ScsiCommandException.class, onLun0::testUnitReady);
+                    assertEquals(0x25, gone.asc(), "LOGICAL UNIT NOT SUPPORTED: " + gone.getMessage());
+                    assertTrue(onLun0.isConnected() && onLun1.isConnected(), "--force keeps the sessions");
+                }
+                assertTrue(refused(server, "lun delete " + LIVE + " 0").contains("has no LUN 0"));
+                assertTrue(steady.rounds.get() > 0);
+            }
+        }
+    }
+
+    @Test
+    void lunsComingAndGoingBesideALunInUseNeverDisturbItsVerifiedIo() throws Exception {
+        try (StripestackServer server = StripestackServer.start(ConfigLoader.load(configFile()))) {
+            admin(server, "lun create " + STEADY + " 1 --ram 16M");
+            try (SteadyLoad sameTarget = new SteadyLoad(server, STEADY, 1)) {
+                for (int round = 0; round < 20; round++) {
+                    long before = sameTarget.rounds.get();
+                    sameTarget.check();
+                    assertTrue(admin(server, "lun create " + STEADY + " 2 --ram 1M").contains("REPORTED LUNS DATA HAS CHANGED"));
+                    assertTrue(admin(server, "lun delete " + STEADY + " 2 --force").contains("were told"));
+                    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                    while (sameTarget.rounds.get() == before && System.nanoTime() < until) {
+                        Thread.sleep(1);
+                    }
+                    assertTrue(sameTarget.rounds.get() > before, "the session goes on after round " + round);
+                }
+            } // close() rethrows any error the session saw
+        }
+    }
+
+    @Test
+    void everyRefusalNamesWhatAndWhyAndChangesNothing() throws Exception {
+        try (StripestackServer server = StripestackServer.start(ConfigLoader.load(configFile()))) {
+            admin(server, "target create " + LIVE);
+            admin(server, "lun create " + LIVE + " 0 --ram 4M");
+            admin(server, "lun create " + LIVE + " 1 --array md0");
+            String before = admin(server, "ls");
+            Path openKey = dir.resolve("open.key");
+            Files.write(openKey, new byte[64]);
+            Files.setPosixFilePermissions(openKey, PosixFilePermissions.fromString("rw-r-----"));
+            Path openSecret = dir.resolve("open.secret");
+            Files.writeString(openSecret, "a-long-enough-secret\n");
+            Files.setPosixFilePermissions(openSecret, PosixFilePermissions.fromString("rw-r--r--"));
+            String[][] cases = {
+                    {"target create " + LIVE, "exists already"},
+                    {"target create " + STEADY, "exists already"},
+                    {"target create not-an-iqn", "'not-an-iqn' is not an iSCSI name"},
+                    {"lun create " + LIVE + " 0 --ram 4M", "has LUN 0 already"},
+                    {"lun create " + LIVE + " 2 --array md0", "array md0 is exported already by " + LIVE + "/lun1"},
+                    {"lun create " + LIVE + " 2 --array md9", "no array named 'md9'"},
+                    {"lun create " + LIVE + " 2 --file " + dir.resolve("data/md0/m1.img"), "is a member of array md0"},
+                    {"lun create " + LIVE + " 2 --file " + dir.resolve("data/steady.img"), "backs " + STEADY + "/lun0 already"},
+                    {"lun create " + LIVE + " 2 --file " + dir.resolve("data/none.img"), "does not exist"},
+                    {"lun create " + LIVE + " 2", "give exactly one of --file PATH, --ram SIZE or --array NAME"},
+                    {"lun create iqn.2026-11.io.example:nope 0 --ram 4M", "no target iqn.2026-11.io.example:nope"},
+                    {"lun delete " + LIVE + " 7", "has no LUN 7"},
+                    {"acl add " + LIVE + " bogus", "'bogus' is not an iSCSI name"},
+                    {"acl delete " + LIVE + " " + OTHER_INITIATOR, "has no ACL for " + OTHER_INITIATOR},
+                    {"chap set " + LIVE + " user " + openSecret, "is readable by group or others"},
+                    {"chap set " + LIVE + " user " + dir.resolve("missing.secret"), "does not exist"},
+                    {"chap clear " + LIVE, "has no CHAP credentials"},
+                    {"lun create " + LIVE + " 2 --ram 4M --key-file " + openKey, "key file " + openKey + " is readable by group or others"},
+                    {"lun create " + LIVE + " 2 --ram 4M --luks-key-file " + openKey, "ram-lun2 has no LUKS header"},
+                    {"lun create " + LIVE + " 2 --ram 4M --key-file " + openKey + " --luks-key-file " + openKey, "give one of"},
+                    {"chap set " + LIVE + " user " + openSecret + " --mutual", "readable by group or others"},
+            };
+            for (String[] c : cases) {
+                String message = refused(server, c[0]);
+                assertTrue(message.contains(c[1]), c[0] + " -> " + message);
+                assertFalse(message.contains("a-long-enough-secret"), "no secret in a message: " + message);
+                assertEquals(before, admin(server, "ls"), "refused '" + c[0] + "' changed nothing");
+            }
+            Path secret = dir.resolve("live.secret");
+            Files.writeString(secret, "a-long-enough-secret\n");
+            Files.setPosixFilePermissions(secret, PosixFilePermissions.fromString("rw-------"));
+            String mutualFirst = refused(server, "chap set " + LIVE + " target-user " + secret + " --mutual");
+            assertTrue(mutualFirst.contains("mutual CHAP needs one-way CHAP"), mutualFirst);
+            assertEquals(before, admin(server, "ls"));
+            admin(server, "chap set " + LIVE + " initiator-user " + secret);
+            String sameSecret = refused(server, "chap set " + LIVE + " target-user " + secret + " --mutual");
+            assertTrue(sameSecret.contains("must differ"), sameSecret);
+            assertNotEquals(before, admin(server, "ls"));
+            // CHAP is now required: a login without credentials is refused, one with them works, also after the
+            // definition was rebuilt for another change.
+            InitiatorOptions other = InitiatorOptions.defaults().withInitiatorIqn(OTHER_INITIATOR);
+            int port = server.boundAddresses().get(0).getPort();
+            assertThrows(IOException.class, () -> IscsiInitiator.login(IscsiUrl.parse(url(server, LIVE, 0)), other).close());
+            assertThrows(IOException.class, () -> IscsiInitiator.login(new IscsiUrl("127.0.0.1", port, LIVE, 0,
+                    "initiator-user", "a-wrong-long-secret".toCharArray()), other).close());
+            for (String change : new String[] {"acl add " + LIVE + " " + OTHER_INITIATOR, "lun set " + LIVE + " 0 read_only 1"}) {
+                try (IscsiInitiator session = IscsiInitiator.login(new IscsiUrl("127.0.0.1", port, LIVE, 0,
+                        "initiator-user", "a-long-enough-secret".toCharArray()), other)) {
+                    session.testUnitReady();
+                }
+                admin(server, change);
+            }
+        }
+    }
+
+    @Test
+    void autosaveWritesEveryChangeThatSucceeded() throws Exception {
+        Path file = configFile("  autosave: true");
+        try (StripestackServer server = StripestackServer.start(ConfigLoader.load(file))) {
+            String answer = admin(server, "target create " + LIVE);
+            assertTrue(answer.contains("saved 2 targets to " + file), answer);
+            assertTrue(ConfigLoader.load(file).targets().stream().anyMatch(t -> t.iqn().equals(LIVE)));
+            String before = Files.readString(file);
+            refused(server, "target create " + LIVE);
+            assertEquals(before, Files.readString(file), "a refused change saves nothing");
+            admin(server, "lun create " + LIVE + " 0 --ram 1M");
+            assertEquals(1, ConfigLoader.load(file).targets().get(1).luns().size());
+        }
+    }
+
+    @Test
+    void saveconfigWritesTheRunningStateThatARestartedServerLoadsToTheSameTree() throws Exception {
+        Path file = configFile();
+        Path secret = dir.resolve("data/live.secret");
+        Path mutualSecret = dir.resolve("data/live-mutual.secret");
+        Files.createDirectories(secret.getParent());
+        for (Path s : new Path[] {secret, mutualSecret}) {
+            Files.writeString(s, s == secret ? "initiator-secret-1\n" : "target-secret-22\n");
+            Files.setPosixFilePermissions(s, PosixFilePermissions.fromString("rw-------"));
+        }
+        String tree;
+        StripestackConfig config = ConfigLoader.load(file);
+        try (StripestackServer server = StripestackServer.start(config)) {
+            admin(server, "target create " + LIVE + " --alias scratch");
+            admin(server, "lun create " + LIVE + " 0 --file " + dir.resolve("data/live0.img") + " --size 4M --serial LIVE0");
+            admin(server, "lun create " + LIVE + " 3 --array md0");
+            admin(server, "lun create " + LIVE + " 4 --ram 2M");
+            Path key = dir.resolve("data/live5.key");
+            Files.write(key, new byte[32]);
+            Files.setPosixFilePermissions(key, PosixFilePermissions.fromString("rw-------"));
+            admin(server, "lun create " + LIVE + " 5 --ram 2M --key-file " + key + " --cipher aes-cbc-essiv:sha256");
+            admin(server, "lun set " + LIVE + " 4 read_only 1");
+            admin(server, "acl add " + LIVE + " " + OTHER_INITIATOR);
+            admin(server, "chap set " + LIVE + " initiator-user " + secret);
+            admin(server, "chap set " + LIVE + " target-user " + mutualSecret + " --mutual");
+            admin(server, "lun delete " + STEADY + " 0");
+            admin(server, "lun create " + STEADY + " 1 --ram 1M");
+            String saved = admin(server, "saveconfig");
+            assertTrue(saved.contains("saved 2 targets to " + file) && saved.contains("comments and layout outside"), saved);
+            tree = admin(server, "ls");
+        }
+        String text = Files.readString(file);
+        assertTrue(text.contains("# the operator's own notes: saveconfig keeps them"), text);
+        assertTrue(text.contains("portals: [\"127.0.0.1:0\"]   # an ephemeral port for the test"), text);
+        assertTrue(text.contains("# what follows the targets stays too"), text);
+        assertFalse(text.contains("initiator-secret-1") || text.contains("target-secret-22"), "no secret in the file");
+        assertTrue(tree.contains("lun4 [ram 2MiB, read-only]"), tree);
+        assertTrue(tree.contains("lun5 [ram 2MiB, crypt aes-cbc-essiv:sha256, read-write]"), tree);
+        try (StripestackServer restarted = StripestackServer.start(ConfigLoader.load(file))) {
+            assertEquals(withoutPort(tree), withoutPort(admin(restarted, "ls")), "the saved file loads to the same tree");
+        }
+    }
+}
