@@ -524,6 +524,14 @@ public final class Raid5Array extends MeteredBlockDevice {
         synchronized (p.members.lock) {
             events = p.superblocks.events();
             roles = p.members.describeRolesLocked();
+            if (!p.members.reshapeTargets.isEmpty()) {
+                // md lists the members a reshape grows onto with their new roles: [4/4] [UUUU] while 3 -> 4 runs
+                List<Raid5Status.Member> grown = new java.util.ArrayList<>(roles);
+                for (MemberSet.Member t : p.members.reshapeTargets) {
+                    grown.add(new Raid5Status.Member(grown.size(), t.displayName, Raid5Status.MemberState.ACTIVE));
+                }
+                roles = List.copyOf(grown);
+            }
             spareNames = p.members.spareNamesLocked();
         }
         return new Raid5Status(name, p.members.health(), roles, events, p.geo.size, p.geo.chunk, p.geo.layout,

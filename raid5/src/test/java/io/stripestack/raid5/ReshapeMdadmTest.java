@@ -37,7 +37,8 @@ class ReshapeMdadmTest {
             a.setSyncSpeedMax(1);   // the first batch moves, then the reshape crawls until close
             a.setRaidDevices(4);
             assertEquals(ConsistencyPolicy.RESYNC, a.consistencyPolicy(), "ppl is off for the reshape");
-            assertTrue(a.status().mdstat().contains("reshape ="), a.status().mdstat());
+            String mdstat = a.status().mdstat();
+            assertTrue(mdstat.contains("reshape =") && mdstat.contains("[4/4] [UUUU]"), mdstat);
         }
         String interrupted = MdadmExamineTest.examine(paths.get(0));
         assertEquals("4", MdadmExamineTest.field(interrupted, "Raid Devices"));
