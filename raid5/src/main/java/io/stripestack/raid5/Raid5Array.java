@@ -54,6 +54,8 @@ public final class Raid5Array extends MeteredBlockDevice {
     private static final Logger LOG = LoggerFactory.getLogger(Raid5Array.class);
     /** Memory the automatic stripe cache size aims at; see {@link #defaultStripeCacheRows}. */
     public static final long DEFAULT_STRIPE_CACHE_BYTES = 32L << 20;
+    /** A discard during a reshape passes its gate in pieces of at most this many bytes (one request each). */
+    private static final int DISCARD_PIECE_BYTES = 1 << 30;
     /** md's default sync_speed_min / sync_speed_max, KiB/s. */
     public static final int DEFAULT_SYNC_SPEED_MIN = 1000;
     public static final int DEFAULT_SYNC_SPEED_MAX = 200000;
@@ -257,7 +259,15 @@ public final class Raid5Array extends MeteredBlockDevice {
     @Override
     protected void discardBlocks(long offset, long length) throws IOException {
         Reshaper r = reshape;
-        if (r == null || !r.write(offset, null, 0, Math.toIntExact(length))) {
+        while (r != null && length > 0) {
+            int piece = (int) Math.min(length, DISCARD_PIECE_BYTES);
+            if (!r.write(offset, null, 0, piece)) {
+                break;   // the reshape finished: the new parts take the rest
+            }
+            offset += piece;
+            length -= piece;
+        }
+        if (length > 0) {
             parts.writes.discard(offset, length);
         }
     }
