@@ -35,13 +35,13 @@ public final class BenchCommand implements Callable<Integer> {
     private static final Map<String, Study> STUDIES = new LinkedHashMap<>();
 
     static {
-        for (Study s : List.of(new AlignmentStudy(), new Raid5VsRaid0Study(), new WritePathStudy(), new PplStudy(), new XorStudy())) {
+        for (Study s : List.of(new AlignmentStudy(), new Raid5VsRaid0Study(), new WritePathStudy(), new PplStudy(), new ReshapeStudy(), new XorStudy())) {
             STUDIES.put(s.name(), s);
         }
     }
 
     @Option(names = "--study", split = ",", paramLabel = "NAME",
-            description = "study to run: alignment, raid5-vs-raid0, writes, ppl, xor or all (default all; repeat or comma-separate)")
+            description = "study to run: alignment, raid5-vs-raid0, writes, ppl, reshape, xor or all (default all; repeat or comma-separate)")
     List<String> studies = new ArrayList<>(List.of("all"));
 
     @Option(names = "--quick", description = "tiny sizes and 2 repeats: checks that everything runs; the figures mean nothing")

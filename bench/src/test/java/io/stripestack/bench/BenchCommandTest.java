@@ -200,6 +200,26 @@ class BenchCommandTest {
         assertEquals(15, bars("ppl"));
     }
 
+    /** The grow finishes, and its speed is stated against the members' own sequential rates. */
+    @Test
+    void reshapeStudyGrowsTheArrayAndRatesIt() throws Exception {
+        runStudy("reshape");
+        List<String[]> rows = csvRows("reshape", "what,mbps,mbps_min,mbps_max,vs_least_time,vs_least_time_min,"
+                + "vs_least_time_max,read_p50_us,read_p99_us,reads");
+        assertEquals(4, rows.size());
+        assertPositive(find1(rows, "member sequential read"), 1);
+        assertPositive(find1(rows, "member sequential write"), 1);
+        assertPositive(find1(rows, "array idle"), 7, 8, 9);
+        String[] grow = find1(rows, "reshape 4 -> 5");
+        assertPositive(grow, 1, 4);
+        assertEquals(3, bars("reshape"));
+    }
+
+    private static String[] find1(List<String[]> rows, String first) {
+        return rows.stream().filter(r -> r[0].equals(first)).findFirst()
+                .orElseThrow(() -> new AssertionError("no row " + first));
+    }
+
     @Test
     void xorStudyMeasuresEveryRoutine() throws Exception {
         runStudy("xor");

@@ -4,6 +4,7 @@ import io.stripestack.blockdev.BlockDevice;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.Arrays;
 
 /**
  * Reads and writes of the part of a reshaping array that is already in the new geometry (below the
@@ -122,10 +123,42 @@ final class NewGeometryIo {
     }
 
     /**
-     * Writes whole new row {@code row} from {@code data} (one row of array bytes from {@code dataIndex}):
-     * the reshape's copy, which needs no row lock because no request reaches rows being moved.
+     * Writes whole new rows {@code firstRow}.. from {@code data} ({@code rows} rows of array bytes from 0),
+     * their parity computed into {@code parity} (one chunk per row): the reshape's copy, every member write
+     * of the batch at once through {@code io}. No row lock: no request reaches rows being moved. The caller
+     * (the mover, one thread) owns {@code sources} and {@code sourceIndex} (one entry per data chunk).
+     *
+     * @throws IOException the first member write that failed
      */
-    void writeWholeRow(long row, ByteBuffer data, int dataIndex) throws IOException {
-        updateRow(row, 0, data, dataIndex, geo.rowBytes);
+    void writeWholeRows(long firstRow, int rows, ByteBuffer data, ByteBuffer parity, ByteBuffer[] sources,
+                        int[] sourceIndex, MemberIoExecutor io) throws IOException {
+        MemberIoExecutor.Batch batch = io.batch();
+        for (int k = 0; k < rows; k++) {
+            long row = firstRow + k;
+            int rowStart = k * geo.rowBytes;
+            for (int i = 0; i < geo.dataDisks; i++) {
+                sources[i] = data;
+                sourceIndex[i] = rowStart + i * geo.chunk;
+            }
+            xor.xorAssign(parity, k * geo.chunk, sources, sourceIndex, geo.dataDisks, geo.chunk);
+            long memberOffset = geo.memberOffset(row);
+            for (int i = 0; i < geo.dataDisks; i++) {
+                int member = geo.dataMember(row, i);
+                batch.add(member, devices[member], memberOffset, data.slice(rowStart + i * geo.chunk, geo.chunk), true);
+            }
+            int member = geo.parityMember(row);
+            batch.add(member, devices[member], memberOffset, parity.slice(k * geo.chunk, geo.chunk), true);
+        }
+        Arrays.fill(sources, null);
+        try {
+            batch.run();
+            for (int i = 0; i < batch.size(); i++) {
+                if (batch.error(i) != null) {
+                    throw batch.error(i);
+                }
+            }
+        } finally {
+            batch.clear();
+        }
     }
 }

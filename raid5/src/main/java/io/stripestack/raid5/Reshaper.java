@@ -395,6 +395,9 @@ final class Reshaper {
         long oldSize = oldGeo.size;
         int batchRows = Math.max(1, BATCH_BYTES / newGeo.rowBytes);
         ByteBuffer batch = ByteBuffer.allocateDirect(batchRows * newGeo.rowBytes);
+        ByteBuffer parity = ByteBuffer.allocateDirect(batchRows * newGeo.chunk);
+        ByteBuffer[] sources = new ByteBuffer[newGeo.dataDisks];
+        int[] sourceIndex = new int[newGeo.dataDisks];
         long row = safe / newGeo.rowBytes;
         awaitUntrackedRequests();
         long lastCheckpoint = System.nanoTime();
@@ -429,9 +432,7 @@ final class Reshaper {
             for (int i = oldBytes; i < bytes; i++) {
                 batch.put(i, (byte) 0);   // beyond the old data: the new space reads as zeros
             }
-            for (long r = row; r < end; r++) {
-                newIo.writeWholeRow(r, batch, (int) ((r - row) * newGeo.rowBytes));
-            }
+            newIo.writeWholeRows(row, (int) (end - row), batch, parity, sources, sourceIndex, old.io);
             row = end;
             if (System.nanoTime() - lastCheckpoint >= TimeUnit.MILLISECONDS.toNanos(CHECKPOINT_MILLIS)) {
                 checkpoint();
