@@ -1,6 +1,7 @@
 package io.stripestack.targetserver.config;
 
 import io.stripestack.blockdev.ChapSecretFile;
+import io.stripestack.initiator.Digest;
 import io.stripestack.initiator.IscsiUrl;
 import io.stripestack.remote.RemoteMemberOptions;
 import io.stripestack.targetserver.config.StripestackConfig.RemoteMemberConfig;
@@ -96,12 +97,15 @@ final class MemberEntries {
         YamlNode depth = array.child("remote_queue_depth");
         YamlNode retry = array.child("remote_retry_timeout_seconds");
         YamlNode command = array.child("remote_command_timeout_seconds");
+        YamlNode headerDigest = array.child("remote_header_digest");
+        YamlNode dataDigest = array.child("remote_data_digest");
         RemoteMemberOptions options = new RemoteMemberOptions(
                 connections == null ? d.connections() : (int) connections.integer(1, RemoteMemberOptions.MAX_CONNECTIONS),
                 depth == null ? d.queueDepth() : (int) depth.integer(1, 1024),
                 retry == null ? d.retryTimeout() : Duration.ofSeconds(retry.integer(0, 3600)),
                 command == null ? d.commandTimeout() : Duration.ofSeconds(command.integer(1, 3600)),
-                d.connectTimeout(), d.initiatorIqn());
+                d.connectTimeout(), d.initiatorIqn(), digest(headerDigest, d.headerDigest()),
+                digest(dataDigest, d.dataDigest()));
         List<RemoteMemberConfig> all = new ArrayList<>(members.remotes());
         all.addAll(spares.remotes());
         HashSet<String> seen = new HashSet<>();
@@ -111,5 +115,16 @@ final class MemberEntries {
             }
         }
         return new RemoteMembersConfig(List.copyOf(members.remotes()), List.copyOf(spares.remotes()), options);
+    }
+
+    private static Digest digest(YamlNode node, Digest absent) throws ConfigException {
+        if (node == null) {
+            return absent;
+        }
+        try {
+            return Digest.parse(node.string());
+        } catch (IllegalArgumentException e) {
+            throw node.error(e.getMessage());
+        }
     }
 }

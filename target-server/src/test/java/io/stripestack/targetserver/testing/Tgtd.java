@@ -32,6 +32,8 @@ public final class Tgtd implements AutoCloseable {
     private int controlPort;
     /** CHAP account the target demands, or null; set again at each restart. */
     private String[] chap;
+    /** Whether the target grants CRC32C digests; set again at each restart. */
+    private boolean digestsAllowed;
     private final Thread reaper = new Thread(this::kill, "tgtd-reaper");
 
     private Tgtd(Path dir, int port, String iqn, int luns) {
@@ -88,6 +90,21 @@ public final class Tgtd implements AutoCloseable {
         if (chap != null) {
             adm(true, "--mode", "account", "--op", "new", "--user", chap[0], "--password", chap[1]);
             adm(true, "--mode", "account", "--op", "bind", "--tid", "1", "--user", chap[0]);
+        }
+        if (digestsAllowed) {
+            applyDigests();
+        }
+    }
+
+    /** From now on (restarts included) the target grants CRC32C header and data digests to an initiator that asks. */
+    public void allowDigests() throws Exception {
+        digestsAllowed = true;
+        applyDigests();
+    }
+
+    private void applyDigests() throws Exception {
+        for (String key : List.of("HeaderDigest", "DataDigest")) {
+            adm(true, "--mode", "target", "--op", "update", "--tid", "1", "--name", key, "--value", "CRC32C,None");
         }
     }
 
