@@ -2,6 +2,7 @@ package io.stripestack.remote;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -9,6 +10,7 @@ import io.stripestack.initiator.Digest;
 import io.stripestack.initiator.IscsiInitiator;
 import io.stripestack.initiator.IscsiLoginException;
 import io.stripestack.initiator.IscsiUrl;
+import io.stripestack.targetserver.testing.CorruptingProxy;
 import io.stripestack.targetserver.testing.Tgtd;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -156,6 +158,42 @@ class RemoteBlockDeviceTgtdTest {
             assertArrayEquals(java.util.Arrays.copyOf(data, 4096),
                     java.util.Arrays.copyOfRange(file, (int) LUN_BYTES - 4096, (int) LUN_BYTES), "the FUA write");
             assertEquals(0, device.status().reconnects(), "no digest error dropped a connection");
+        }
+    }
+
+    @Test
+    void aDamagedAnswerIsCaughtByTheDigestAndTheReadIsIssuedAgainOnANewConnection() throws Exception {
+        byte[] data = new byte[1 << 20];
+        new Random(7).nextBytes(data);
+        try (Tgtd tgtd = Tgtd.start(dir.resolve("tgt"), 1, LUN_BYTES);
+             CorruptingProxy proxy = CorruptingProxy.inFrontOf(IscsiUrl.parse(tgtd.url(1)).port())) {
+            tgtd.allowDigests();
+            IscsiUrl target = IscsiUrl.parse(tgtd.url(1));
+            RemoteEndpoint throughProxy = new RemoteEndpoint(new IscsiUrl("127.0.0.1", proxy.port(),
+                    target.targetIqn(), target.lun(), null, null), null);
+            RemoteMemberOptions options = RemoteMemberOptions.defaults().withConnections(1, 4);
+
+            try (RemoteBlockDevice plain = RemoteBlockDevice.open(throughProxy, options)) {
+                plain.write(0, ByteBuffer.wrap(data));
+                proxy.damageNextAnswer();
+                ByteBuffer back = ByteBuffer.allocate(data.length);
+                plain.read(0, back);
+                assertTrue(proxy.damaged());
+                assertFalse(java.util.Arrays.equals(data, back.array()),
+                        "without digests the flipped bit reaches the caller (else this test proves nothing)");
+            }
+
+            try (RemoteBlockDevice checked = RemoteBlockDevice.open(throughProxy,
+                    options.withDigests(Digest.CRC32C, Digest.CRC32C))) {
+                proxy.damageNextAnswer();
+                ByteBuffer back = ByteBuffer.allocate(data.length);
+                checked.read(0, back);
+                assertTrue(proxy.damaged());
+                assertArrayEquals(data, back.array(), "the digest caught the flipped bit and the read was issued again");
+                RemoteMemberStatus status = checked.status();
+                assertEquals(1, status.reconnects(), "the digest error dropped the connection: " + status);
+                assertEquals(RemoteMemberStatus.State.CONNECTED, status.state());
+            }
         }
     }
 
