@@ -126,6 +126,26 @@ class RemoteBlockDeviceTgtdTest {
     }
 
     @Test
+    void aTargetBoundToOneGatewaysNameTurnsAwayASecondGateway() throws Exception {
+        RemoteMemberOptions gatewayA = new RemoteMemberOptions(1, 4, Duration.ofSeconds(2), Duration.ofSeconds(5),
+                Duration.ofSeconds(5), "iqn.2026-11.io.example:gateway-a", Digest.NONE, Digest.NONE);
+        RemoteMemberOptions gatewayB = new RemoteMemberOptions(1, 4, Duration.ofSeconds(2), Duration.ofSeconds(5),
+                Duration.ofSeconds(5), "iqn.2026-11.io.example:gateway-b", Digest.NONE, Digest.NONE);
+        try (Tgtd tgtd = Tgtd.start(dir.resolve("tgt"), 1, LUN_BYTES)) {
+            tgtd.allowOnlyInitiator(gatewayA.initiatorIqn());
+            try (RemoteBlockDevice a = RemoteBlockDevice.open(endpoint(tgtd), gatewayA)) {
+                a.write(0, ByteBuffer.allocate(4096));
+                IscsiLoginException refused = assertThrows(IscsiLoginException.class,
+                        () -> RemoteBlockDevice.open(endpoint(tgtd), gatewayB));
+                // tgtd hides a target from an initiator it does not accept: "not found" (0x0203), not 0x0202
+                assertEquals(2, refused.statusClass(), refused.getMessage());
+                assertTrue(refused.statusDetail() == 2 || refused.statusDetail() == 3, refused.getMessage());
+                a.read(0, ByteBuffer.allocate(4096));
+            }
+        }
+    }
+
+    @Test
     void crc32cDigestsAreNegotiatedWithTgtdAndTheDataArrivesIntact() throws Exception {
         RemoteMemberOptions digests = RemoteMemberOptions.defaults().withConnections(2, 4)
                 .withDigests(Digest.CRC32C, Digest.CRC32C);

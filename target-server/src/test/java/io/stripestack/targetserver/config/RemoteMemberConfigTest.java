@@ -51,6 +51,7 @@ class RemoteMemberConfigTest {
                     remote_command_timeout_seconds: 20
                     remote_header_digest: crc32c
                     remote_data_digest: CRC32C
+                    remote_initiator_name: iqn.2026-11.io.example:gateway-a
                 """).arrays().get("a");
         assertEquals(1, a.members().size());
         assertEquals(dir.resolve("s0.img"), a.spares().get(0));
@@ -68,6 +69,7 @@ class RemoteMemberConfigTest {
         assertEquals(Duration.ofSeconds(20), a.remote().options().commandTimeout());
         assertEquals(Digest.CRC32C, a.remote().options().headerDigest());
         assertEquals(Digest.CRC32C, a.remote().options().dataDigest());
+        assertEquals("iqn.2026-11.io.example:gateway-a", a.remote().options().initiatorIqn());
 
         ArrayConfig plain = parse("""
                 arrays:
@@ -139,6 +141,12 @@ class RemoteMemberConfigTest {
                   a: {members: [m0, m1, "iscsi://h/iqn.2026-11.io.example:d/1"], remote_header_digest: crc32}
                 """);
         assertTrue(digest.contains("remote_header_digest") && digest.contains("use none or crc32c"), digest);
+
+        String name = errorOf("""
+                arrays:
+                  a: {members: [m0, m1, "iscsi://h/iqn.2026-11.io.example:d/1"], remote_initiator_name: gateway-a}
+                """);
+        assertTrue(name.contains("remote_initiator_name") && name.contains("is not an iSCSI name"), name);
 
         String tooFew = errorOf("""
                 arrays:
