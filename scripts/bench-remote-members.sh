@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Remote array members vs local ones, in one run: one server exports two RAID-5 arrays of five members each,
-# "local" on five files and "remote" on four LUNs of four tgtd processes plus one file, all on this machine
-# (127.0.0.1). qemu-img bench drives each LUN in turn, twice (local, remote, local, remote): sequential 1 MiB
+# Remote array members vs local ones, in one run: one server exports three RAID-5 arrays of five members each,
+# "local" on five files, "remote" on four LUNs of four tgtd processes plus one file, and "crc32c" like "remote"
+# on a second LUN of each tgtd with CRC32C header and data digests, all on this machine (127.0.0.1). qemu-img bench drives each LUN in turn, twice (local, remote, crc32c, then again): sequential 1 MiB
 # writes and reads at queue depth 16, and 4 KiB writes and reads one per MiB (strided) at queue depth 32.
 # Prints MB/s and the CPU the gateway (the server's JVM) and the tgtd processes spent per GiB moved.
 # Results and how they were taken: docs/performance.md ("Remote members vs local files").
@@ -64,12 +64,14 @@ cpu_ticks() { # PID...: user + system clock ticks of these processes
   echo "$total"
 }
 
-# Four tgtd, one LUN each, with 256 KiB PDUs and 1 MiB bursts (tgt's defaults are 8 KiB and 256 KiB).
+# Four tgtd, two LUNs each, with 256 KiB PDUs and 1 MiB bursts (tgt's defaults are 8 KiB and 256 KiB), granting
+# CRC32C digests to the sessions that ask (the "crc32c" array's).
 urls=()
+digest_urls=()
 for i in 1 2 3 4; do
   port=$(free_port)
   ctl=$(( 20000 + RANDOM % 9000 ))
-  truncate -s "$size" "$dir/tgt$i.img"
+  truncate -s "$size" "$dir/tgt$i.img" "$dir/tgt$i-crc32c.img"
   setsid tgtd -f -C "$ctl" --iscsi "portal=127.0.0.1:$port" >"$dir/tgtd$i.log" 2>&1 </dev/null &
   tgt_pids+=($!)
   tgt_ctls+=("$ctl")
@@ -78,10 +80,14 @@ for i in 1 2 3 4; do
   adm=(tgtadm -C "$ctl" --lld iscsi)
   "${adm[@]}" --mode target --op new --tid 1 --targetname "$iqn"
   "${adm[@]}" --mode logicalunit --op new --tid 1 --lun 1 --bstype rdwr --backing-store "$dir/tgt$i.img"
+  "${adm[@]}" --mode logicalunit --op new --tid 1 --lun 2 --bstype rdwr --backing-store "$dir/tgt$i-crc32c.img"
+  "${adm[@]}" --mode target --op update --tid 1 --name HeaderDigest --value CRC32C,None
+  "${adm[@]}" --mode target --op update --tid 1 --name DataDigest --value CRC32C,None
   "${adm[@]}" --mode target --op update --tid 1 --name MaxRecvDataSegmentLength --value 262144
   "${adm[@]}" --mode target --op update --tid 1 --name MaxBurstLength --value 1048576
   "${adm[@]}" --mode target --op bind --tid 1 --initiator-address ALL
   urls+=("iscsi://127.0.0.1:$port/$iqn/1")
+  digest_urls+=("iscsi://127.0.0.1:$port/$iqn/2")
 done
 
 port=$(free_port)
@@ -101,11 +107,19 @@ arrays:
     create_member_size: $size
     create_sparse: true
     consistency_policy: bitmap
+  crc32c:
+    members: [c0.img, ${digest_urls[0]}, ${digest_urls[1]}, ${digest_urls[2]}, ${digest_urls[3]}]
+    create_member_size: $size
+    create_sparse: true
+    consistency_policy: bitmap
+    remote_header_digest: crc32c
+    remote_data_digest: crc32c
 targets:
   - iqn: $iqn
     luns:
       - {lun: 0, array: local, readahead: 0}
       - {lun: 1, array: remote, readahead: 0}
+      - {lun: 2, array: crc32c, readahead: 0}
 YAML
 if [ -z "$jar" ]; then
   "$root/bin/stripestack" help >/dev/null # builds the jar when needed
@@ -120,14 +134,14 @@ job() {
   local name=$1; shift
   local lun
   for round in 1 2; do
-    for lun in 0 1; do
+    for lun in 0 1 2; do
       local url="iscsi://127.0.0.1:$port/$iqn/$lun"
       local gw0 tg0 t0 t1 bytes
       gw0=$(cpu_ticks "$server_pid"); tg0=$(cpu_ticks "${tgt_pids[@]}"); t0=$(date +%s.%N)
       qemu-img bench -f raw -q "$@" "$url" >/dev/null
       t1=$(date +%s.%N)
       bytes=$(( count * bufsize ))
-      python3 - "$name" "$([ "$lun" = 0 ] && echo local || echo remote)" "$round" "$t0" "$t1" "$bytes" \
+      python3 - "$name" "${array_names[$lun]}" "$round" "$t0" "$t1" "$bytes" \
           "$(( $(cpu_ticks "$server_pid") - gw0 ))" "$(( $(cpu_ticks "${tgt_pids[@]}") - tg0 ))" "$(getconf CLK_TCK)" <<'PY'
 import sys
 name, members, rnd, t0, t1, nbytes, gw, tg, hz = sys.argv[1:]
@@ -138,6 +152,7 @@ PY
   done
 }
 
+array_names=(local remote crc32c)
 printf '%-24s %-7s %5s %9s %12s %12s\n' job members round MB/s "gw CPU ms/GiB" "tgtd CPU ms/GiB"
 count=512; bufsize=1048576
 job "seq write 1MiB QD16" -w -c $count -d 16 -s $bufsize

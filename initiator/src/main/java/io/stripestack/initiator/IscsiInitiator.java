@@ -9,7 +9,8 @@ import java.nio.channels.SocketChannel;
  * A small RFC 7143 initiator on a plain blocking socket: one session, one connection, one LUN. Login with
  * AuthMethod None or one-way CHAP (MD5), operational negotiation (the target's answers are honoured), and
  * READ(16), WRITE(16) with or without FUA (immediate data, unsolicited Data-Out, R2T-driven Data-Out), SYNCHRONIZE CACHE(16),
- * READ CAPACITY(16), TEST UNIT READY, Logout. Target NOP-In pings are answered. Digests are not offered.
+ * READ CAPACITY(16), TEST UNIT READY, Logout. Target NOP-In pings are answered. CRC32C header and data digests
+ * are used when the options ask for them ({@link Digest}); a digest error drops the connection.
  * Enough to drive stripestack, tgtd or any other target from the soak tool and from tests.
  *
  * <p>Threads. Any number of caller threads may issue commands at once; each call is synchronous and
@@ -23,9 +24,9 @@ import java.nio.channels.SocketChannel;
  * sent from it, so a command allocates nothing.
  */
 public final class IscsiInitiator implements Closeable {
-    /** The operational values in force after login. */
+    /** The operational values in force after login; the digests are CRC32C when true. */
     public record Negotiated(boolean immediateData, boolean initialR2T, int targetMaxRecvDataSegmentLength,
-            int maxBurstLength, int firstBurstLength) {
+            int maxBurstLength, int firstBurstLength, boolean headerDigest, boolean dataDigest) {
     }
 
     /** READ CAPACITY(16): the number of logical blocks and their size. */

@@ -10,7 +10,7 @@ import org.slf4j.LoggerFactory;
  * What the initiator says at login and what it makes of the answers: the security stage (AuthMethod None, or
  * CHAP with MD5 when the URL carries a user and secret), the operational stage with the options' offers, and
  * the values in force afterwards (RFC 7143 section 13: ImmediateData is ANDed, InitialR2T ORed, the burst
- * lengths are the minimum). Runs once on the login thread and keeps no state beyond the call.
+ * lengths are the minimum; a digest asked for must be granted, section 13.1). Runs once on the login thread and keeps no state beyond the call.
  */
 final class LoginNegotiation {
     /** The facade's logger, so one logger name covers the whole initiator. */
@@ -28,7 +28,8 @@ final class LoginNegotiation {
         authenticate(round, url, options, description);
         Map<String, String> operational = new LinkedHashMap<>(round.send(LoginRound.OPERATIONAL, true,
                 LoginRound.FULL_FEATURE,
-                "HeaderDigest=None", "DataDigest=None", "MaxConnections=1",
+                "HeaderDigest=" + options.headerDigest().keyValue(),
+                "DataDigest=" + options.dataDigest().keyValue(), "MaxConnections=1",
                 "InitialR2T=" + yesNo(options.initialR2T()), "ImmediateData=" + yesNo(options.immediateData()),
                 "MaxRecvDataSegmentLength=" + options.maxRecvDataSegmentLength(),
                 "MaxBurstLength=" + options.maxBurstLength(), "FirstBurstLength=" + options.firstBurstLength(),
@@ -43,9 +44,12 @@ final class LoginNegotiation {
         int firstBurst = Math.min(Math.min(options.firstBurstLength(), maxBurst),
                 number(operational, "FirstBurstLength", 65536));
         int targetMrdsl = number(operational, "MaxRecvDataSegmentLength", 8192);
+        boolean headerDigest = granted(operational, "HeaderDigest", options.headerDigest(), description);
+        boolean dataDigest = granted(operational, "DataDigest", options.dataDigest(), description);
         IscsiInitiator.Negotiated negotiated = new IscsiInitiator.Negotiated(immediate, initialR2t, targetMrdsl,
-                maxBurst, firstBurst);
+                maxBurst, firstBurst, headerDigest, dataDigest);
         sequence.open(round.expCmdSn(), round.maxCmdSn(), round.statSn());
+        pdus.useDigests(headerDigest, dataDigest);
         log.debug("{}: logged in, {}", description, negotiated);
         return negotiated;
     }
@@ -98,6 +102,24 @@ final class LoginNegotiation {
             throw new IscsiLoginException(refusal, -1, -1);
         }
         return answers;
+    }
+
+    /**
+     * Whether the digest {@code key} is in force: we offer one value only, so the target either takes it or
+     * answers None, Reject or NotUnderstood, and a refused CRC32C ends the login.
+     */
+    private static boolean granted(Map<String, String> keys, String key, Digest asked, String description)
+            throws IscsiLoginException {
+        String answer = keys.getOrDefault(key, Digest.NONE.keyValue());
+        if (asked == Digest.NONE) {
+            return false;
+        }
+        if (!asked.keyValue().equalsIgnoreCase(answer)) {
+            throw new IscsiLoginException(description + ": " + key + "=" + asked.keyValue()
+                    + " was asked for but the target answered " + key + "=" + answer
+                    + "; enable the digest on the target or stop asking for it", -1, -1);
+        }
+        return true;
     }
 
     private static String yesNo(boolean b) {

@@ -96,8 +96,7 @@ final class PduReceiver {
         } else {
             ByteBuffer b = t.buffer;
             b.limit(t.base + offset + dsl).position(t.base + offset);
-            pdus.readFully(b);
-            pdus.skipPadding(dsl);
+            pdus.readSegment(b);
         }
         if ((flags & Bhs.DATA_IN_HAS_STATUS) != 0) {
             sequence.advanceStatSn(Bhs.statSn(h));
@@ -162,8 +161,7 @@ final class PduReceiver {
             sequence.advanceStatSn(Bhs.statSn(h)); // an answer to a ping of ours (we send none), advance anyway
         }
         byte[] data = new byte[dsl];
-        pdus.readFully(ByteBuffer.wrap(data));
-        pdus.skipPadding(dsl);
+        pdus.readSegment(ByteBuffer.wrap(data));
         if (ttt != Bhs.NO_TAG) {
             nopResponder.answerLater(ttt, Bhs.lun(h), data);
         }

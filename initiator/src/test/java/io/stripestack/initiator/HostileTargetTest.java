@@ -1,6 +1,8 @@
 package io.stripestack.initiator;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -11,28 +13,32 @@ import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.zip.CRC32C;
 import org.junit.jupiter.api.Test;
 
 /**
  * The initiator against a target that breaks the protocol on purpose: a minimal target on a socket that logs
- * in, answers TEST UNIT READY and READ CAPACITY(16), and then answers a WRITE with Data-In, which would write into the data being sent.
+ * in (granting CRC32C digests when they are asked for, and then checking the initiator's own), answers TEST UNIT
+ * READY (with a NOP-In ping after it when digests are in force) and READ CAPACITY(16) correctly, and answers any other command with one chosen misbehaviour: Data-In for
+ * a WRITE, which would write into the data being sent, or a Data-In whose header or data digest is wrong.
  */
 class HostileTargetTest {
     private static final int LOGIN_RESPONSE = 0x23;
     private static final int SCSI_RESPONSE = 0x21;
     private static final int DATA_IN = 0x25;
+    private static final int NOP_IN = 0x20;
+
+    private enum Misbehaviour { DATA_IN_FOR_A_WRITE, BAD_HEADER_DIGEST, BAD_DATA_DIGEST }
 
     @Test
     void dataInForAWriteFailsTheConnectionAndLeavesTheCallersDataAlone() throws Exception {
-        try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            Thread target = new Thread(() -> serve(server), "hostile-target");
-            target.setDaemon(true);
-            target.start();
-            IscsiUrl url = new IscsiUrl("127.0.0.1", server.getLocalPort(), "iqn.2026-12.test:hostile", 0, null, null);
+        try (ServerSocket server = hostileTarget(Misbehaviour.DATA_IN_FOR_A_WRITE)) {
             byte[] data = new byte[512];
             Arrays.fill(data, (byte) 0x11);
-            try (IscsiInitiator initiator = IscsiInitiator.login(url, InitiatorOptions.defaults())) {
+            try (IscsiInitiator initiator = IscsiInitiator.login(url(server), InitiatorOptions.defaults())) {
                 IOException e = assertThrows(IOException.class, () -> initiator.write16(0, ByteBuffer.wrap(data)));
                 assertTrue(e.getMessage().contains("Data-In") || String.valueOf(e.getCause()).contains("Data-In"),
                         e.toString());
@@ -43,22 +49,65 @@ class HostileTargetTest {
         }
     }
 
-    /** Login rounds granted at once, TEST UNIT READY good, READ CAPACITY(16) answered, anything else: Data-In of 0xee. */
-    private static void serve(ServerSocket server) {
+    @Test
+    void aWrongDataDigestFailsTheReadAndDropsTheConnection() throws Exception {
+        assertDigestErrorDetected(Misbehaviour.BAD_DATA_DIGEST, "data digest error");
+    }
+
+    @Test
+    void aWrongHeaderDigestFailsTheReadAndDropsTheConnection() throws Exception {
+        assertDigestErrorDetected(Misbehaviour.BAD_HEADER_DIGEST, "header digest error");
+    }
+
+    private static void assertDigestErrorDetected(Misbehaviour misbehaviour, String expected) throws Exception {
+        try (ServerSocket server = hostileTarget(misbehaviour)) {
+            InitiatorOptions options = InitiatorOptions.defaults().withDigests(Digest.CRC32C, Digest.CRC32C);
+            try (IscsiInitiator initiator = IscsiInitiator.login(url(server), options)) {
+                assertTrue(initiator.negotiated().headerDigest() && initiator.negotiated().dataDigest(),
+                        initiator.negotiated().toString());
+                // login, TEST UNIT READY and READ CAPACITY(16) passed with digests both ways, so ours are right
+                assertEquals(2048, initiator.capacity().blocks());
+                IOException e = assertThrows(IOException.class, () -> initiator.read16(0, ByteBuffer.allocate(512)));
+                assertTrue(e.getMessage().contains(expected) || String.valueOf(e.getCause()).contains(expected),
+                        e.toString());
+                assertFalse(initiator.isConnected(), "a digest error must end the connection");
+            }
+        }
+    }
+
+    private static ServerSocket hostileTarget(Misbehaviour misbehaviour) throws IOException {
+        ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+        Thread target = new Thread(() -> serve(server, misbehaviour), "hostile-target");
+        target.setDaemon(true);
+        target.start();
+        return server;
+    }
+
+    private static IscsiUrl url(ServerSocket server) {
+        return new IscsiUrl("127.0.0.1", server.getLocalPort(), "iqn.2026-12.test:hostile", 0, null, null);
+    }
+
+    /** Serves one connection until the initiator hangs up, misbehaving on every command but the two of login. */
+    private static void serve(ServerSocket server, Misbehaviour misbehaviour) {
         try (Socket s = server.accept()) {
             DataInputStream in = new DataInputStream(s.getInputStream());
             OutputStream out = s.getOutputStream();
+            boolean digests = false; // in force from the first PDU after the login's last response
             int statSn = 100;
             while (true) {
-                ByteBuffer req = readPdu(in);
+                ByteBuffer req = readPdu(in, digests);
                 int op = req.get(0) & 0x3f;
                 if (op == 0x03) {
-                    int nsg = (req.get(1) & 0x03);
-                    ByteBuffer r = header(LOGIN_RESPONSE, 0x80 | ((req.get(1) >> 2) & 0x03) << 2 | nsg, req);
-                    r.put(2, (byte) 0).put(3, (byte) 0);
+                    int csg = (req.get(1) >> 2) & 0x03;
+                    int nsg = req.get(1) & 0x03;
+                    ByteBuffer r = header(LOGIN_RESPONSE, 0x80 | csg << 2 | nsg, req);
                     r.putShort(14, (short) 1);        // TSIH
                     r.putInt(24, statSn++);
-                    out.write(r.array());
+                    byte[] keys = csg == 1 && misbehaviour != Misbehaviour.DATA_IN_FOR_A_WRITE
+                            ? "HeaderDigest=CRC32C\0DataDigest=CRC32C\0".getBytes(StandardCharsets.US_ASCII)
+                            : new byte[0];
+                    send(out, r, keys, false, null);
+                    digests = nsg == 3 && misbehaviour != Misbehaviour.DATA_IN_FOR_A_WRITE;
                     continue;
                 }
                 if (op == 0x01) {
@@ -66,29 +115,54 @@ class HostileTargetTest {
                     if (opcode == 0x00) {             // TEST UNIT READY
                         ByteBuffer r = header(SCSI_RESPONSE, 0x80, req);
                         r.putInt(24, statSn++);
-                        out.write(r.array());
+                        send(out, r, new byte[0], digests, null);
+                        if (digests) { // a ping with 5 bytes: padding inside both directions' data digests
+                            ByteBuffer ping = header(NOP_IN, 0x80, req);
+                            ping.putInt(16, -1).putInt(20, 0x1234).putInt(24, statSn);
+                            send(out, ping, "ping!".getBytes(StandardCharsets.US_ASCII), true, null);
+                        }
                     } else if (opcode == 0x9e) {      // READ CAPACITY(16): 2048 blocks of 512 bytes
                         ByteBuffer capacity = ByteBuffer.allocate(32).putLong(0, 2047).putInt(8, 512);
                         ByteBuffer r = header(DATA_IN, 0x80 | 0x01, req);
-                        r.putInt(4, 32);
                         r.putInt(24, statSn++);
-                        out.write(r.array());
-                        out.write(capacity.array());
+                        send(out, r, capacity.array(), digests, null);
                     } else {
                         byte[] payload = new byte[512];
                         Arrays.fill(payload, (byte) 0xee);
                         ByteBuffer r = header(DATA_IN, 0x80 | 0x01, req); // final, with status
-                        r.putInt(4, 512);             // data segment length (no AHS)
                         r.putInt(24, statSn++);
-                        out.write(r.array());
-                        out.write(payload);
+                        send(out, r, payload, digests, misbehaviour);
                     }
-                    out.flush();
                 }
             }
         } catch (IOException e) {
             // the initiator hung up: what it should do
         }
+    }
+
+    /** Header, data, padding and (when in force) digests, the one {@code spoiled} names made wrong. */
+    private static void send(OutputStream out, ByteBuffer header, byte[] data, boolean digests, Misbehaviour spoiled)
+            throws IOException {
+        header.putInt(4, data.length);                       // no AHS
+        out.write(header.array());
+        if (digests) {
+            int spoil = spoiled == Misbehaviour.BAD_HEADER_DIGEST ? 1 : 0;
+            out.write(digest(header.array(), 48, spoil));
+        }
+        byte[] padded = Arrays.copyOf(data, (data.length + 3) / 4 * 4);
+        out.write(padded);
+        if (digests && data.length > 0) {
+            int spoil = spoiled == Misbehaviour.BAD_DATA_DIGEST ? 1 : 0;
+            out.write(digest(padded, padded.length, spoil));
+        }
+        out.flush();
+    }
+
+    /** CRC32C, least significant byte first (RFC 7143 appendix B), its lowest bit flipped by {@code spoil}. */
+    private static byte[] digest(byte[] bytes, int length, int spoil) {
+        CRC32C crc = new CRC32C();
+        crc.update(bytes, 0, length);
+        return ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN).putInt((int) crc.getValue() ^ spoil).array();
     }
 
     private static ByteBuffer header(int opcode, int flags, ByteBuffer request) {
@@ -105,12 +179,28 @@ class HostileTargetTest {
         return r;
     }
 
-    private static ByteBuffer readPdu(DataInputStream in) throws IOException {
+    /** One request; with digests in force, the initiator's digests are checked and a wrong one ends the test target. */
+    private static ByteBuffer readPdu(DataInputStream in, boolean digests) throws IOException {
         byte[] h = new byte[48];
         in.readFully(h);
+        if (digests) {
+            expectDigest(in, h, 48);
+        }
         int ahs = (h[4] & 0xff) * 4;
         int dsl = ((h[5] & 0xff) << 16) | ((h[6] & 0xff) << 8) | (h[7] & 0xff);
-        in.readFully(new byte[ahs + (dsl + 3) / 4 * 4]);
+        byte[] segment = new byte[ahs + (dsl + 3) / 4 * 4];
+        in.readFully(segment);
+        if (digests && dsl > 0) {
+            expectDigest(in, segment, segment.length);
+        }
         return ByteBuffer.wrap(h);
+    }
+
+    private static void expectDigest(DataInputStream in, byte[] covered, int length) throws IOException {
+        byte[] received = new byte[4];
+        in.readFully(received);
+        if (!Arrays.equals(received, digest(covered, length, 0))) {
+            throw new IOException("the initiator sent a wrong digest");
+        }
     }
 }

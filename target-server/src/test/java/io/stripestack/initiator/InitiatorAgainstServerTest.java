@@ -11,6 +11,7 @@ import io.stripestack.targetserver.server.StripestackServer;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.Callable;
@@ -115,6 +116,33 @@ class InitiatorAgainstServerTest {
                 assertArrayEquals(data, back, "1 MiB (16 x FirstBurstLength) written with " + session.negotiated());
                 session.logout();
                 assertFalse(session.isConnected());
+            }
+        }
+    }
+
+    @Test
+    void crc32cDigestsBothWaysCarryWritesAndReadsIntact() throws Exception {
+        InitiatorOptions digests = InitiatorOptions.defaults().withDigests(Digest.CRC32C, Digest.CRC32C);
+        for (InitiatorOptions options : List.of(digests, digests.withBursts(false, true, 256 << 10, 1 << 20))) {
+            try (IscsiInitiator session = IscsiInitiator.login(url(OPEN, 0), options)) {
+                assertTrue(session.negotiated().headerDigest() && session.negotiated().dataDigest(),
+                        session.negotiated().toString());
+                byte[] data = random(1 << 20, options.hashCode());
+                session.write16(4096, ByteBuffer.wrap(data));
+                session.write16Fua(8192, ByteBuffer.wrap(data, 0, 4096));
+                session.synchronizeCache16();
+                ByteBuffer dst = ByteBuffer.allocateDirect(data.length);
+                session.read16(4096, dst);
+                byte[] back = new byte[data.length];
+                dst.flip().get(back);
+                assertArrayEquals(data, back, "1 MiB through immediate, unsolicited and R2T Data-Out, "
+                        + "and Data-In, all with digests: " + session.negotiated());
+                ByteBuffer small = ByteBuffer.allocate(4096);
+                session.read16(8192, small);
+                assertArrayEquals(Arrays.copyOf(data, 4096), small.array(), "the FUA write");
+                Thread.sleep(1500); // a NOP-In ping (1 s interval) and its answer cross with digests too
+                assertTrue(session.isConnected(), "the connection survived the ping with digests");
+                session.logout();
             }
         }
     }

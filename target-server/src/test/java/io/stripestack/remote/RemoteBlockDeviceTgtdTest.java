@@ -2,10 +2,15 @@ package io.stripestack.remote;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.stripestack.initiator.Digest;
+import io.stripestack.initiator.IscsiInitiator;
+import io.stripestack.initiator.IscsiLoginException;
 import io.stripestack.initiator.IscsiUrl;
+import io.stripestack.targetserver.testing.CorruptingProxy;
 import io.stripestack.targetserver.testing.Tgtd;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -21,13 +26,16 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * A remote member against a real tgt target (tgtd, defaults: MaxRecvDataSegmentLength 8 KiB, MaxBurstLength
  * 256 KiB, FirstBurstLength 64 KiB): size from READ CAPACITY(16), requests larger than a burst cut right (the
  * bytes land at the right offsets of tgtd's backing file), several commands in flight from several threads,
  * FUA writes and flushes; a target that dies and comes back within the retry window loses no I/O, and one that
- * stays away fails the I/O with an IOException after the window.
+ * stays away fails the I/O with an IOException after the window; CRC32C header and data digests negotiated with
+ * tgtd carry the same data, allocating nothing per request either way.
  */
 class RemoteBlockDeviceTgtdTest {
     private static final long LUN_BYTES = 16L << 20;
@@ -118,25 +126,144 @@ class RemoteBlockDeviceTgtdTest {
     }
 
     @Test
-    void aReadOrWriteAllocatesNothingOnTheCallersThread() throws Exception {
-        var threads = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+    void aTargetBoundToOneGatewaysNameTurnsAwayASecondGateway() throws Exception {
+        RemoteMemberOptions gatewayA = new RemoteMemberOptions(1, 4, Duration.ofSeconds(2), Duration.ofSeconds(5),
+                Duration.ofSeconds(5), "iqn.2026-11.io.example:gateway-a", Digest.NONE, Digest.NONE);
+        RemoteMemberOptions gatewayB = new RemoteMemberOptions(1, 4, Duration.ofSeconds(2), Duration.ofSeconds(5),
+                Duration.ofSeconds(5), "iqn.2026-11.io.example:gateway-b", Digest.NONE, Digest.NONE);
+        try (Tgtd tgtd = Tgtd.start(dir.resolve("tgt"), 1, LUN_BYTES)) {
+            tgtd.allowOnlyInitiator(gatewayA.initiatorIqn());
+            try (RemoteBlockDevice a = RemoteBlockDevice.open(endpoint(tgtd), gatewayA)) {
+                a.write(0, ByteBuffer.allocate(4096));
+                IscsiLoginException refused = assertThrows(IscsiLoginException.class,
+                        () -> RemoteBlockDevice.open(endpoint(tgtd), gatewayB));
+                // tgtd hides a target from an initiator it does not accept: "not found" (0x0203), not 0x0202
+                assertEquals(2, refused.statusClass(), refused.getMessage());
+                assertTrue(refused.statusDetail() == 2 || refused.statusDetail() == 3, refused.getMessage());
+                a.read(0, ByteBuffer.allocate(4096));
+            }
+        }
+    }
+
+    @Test
+    void crc32cDigestsAreNegotiatedWithTgtdAndTheDataArrivesIntact() throws Exception {
+        RemoteMemberOptions digests = RemoteMemberOptions.defaults().withConnections(2, 4)
+                .withDigests(Digest.CRC32C, Digest.CRC32C);
+        try (Tgtd tgtd = Tgtd.start(dir.resolve("tgt"), 1, LUN_BYTES)) {
+            IscsiLoginException refused = assertThrows(IscsiLoginException.class,
+                    () -> RemoteBlockDevice.open(endpoint(tgtd), digests));
+            assertTrue(refused.getMessage().contains("HeaderDigest=CRC32C was asked for"), refused.getMessage());
+            tgtd.allowDigests();
+            writeAndReadThroughDigests(tgtd, digests);
+        }
+    }
+
+    private static void writeAndReadThroughDigests(Tgtd tgtd, RemoteMemberOptions digests) throws Exception {
+        try (RemoteBlockDevice device = RemoteBlockDevice.open(endpoint(tgtd), digests);
+             IscsiInitiator probe = IscsiInitiator.login(IscsiUrl.parse(tgtd.url(1)), digests.initiatorOptions())) {
+            assertTrue(probe.negotiated().headerDigest() && probe.negotiated().dataDigest(),
+                    "tgtd granted both digests: " + probe.negotiated());
+            byte[] data = new byte[3 << 20]; // bursts of 256 KiB in Data-Out and Data-In PDUs of 8 KiB
+            new Random(15).nextBytes(data);
+            device.write(8192, ByteBuffer.wrap(data));
+            device.writeDurable(LUN_BYTES - 4096, ByteBuffer.wrap(data, 0, 4096));
+            device.flush();
+            ByteBuffer back = ByteBuffer.allocateDirect(data.length);
+            device.read(8192, back);
+            byte[] read = new byte[data.length];
+            back.flip().get(read);
+            assertArrayEquals(data, read, "read back through digests");
+            byte[] file = Files.readAllBytes(tgtd.backingFile(1));
+            assertArrayEquals(data, java.util.Arrays.copyOfRange(file, 8192, 8192 + data.length), "in tgtd's file");
+            assertArrayEquals(java.util.Arrays.copyOf(data, 4096),
+                    java.util.Arrays.copyOfRange(file, (int) LUN_BYTES - 4096, (int) LUN_BYTES), "the FUA write");
+            assertEquals(0, device.status().reconnects(), "no digest error dropped a connection");
+        }
+    }
+
+    @Test
+    void aDamagedAnswerIsCaughtByTheDigestAndTheReadIsIssuedAgainOnANewConnection() throws Exception {
+        byte[] data = new byte[1 << 20];
+        new Random(7).nextBytes(data);
         try (Tgtd tgtd = Tgtd.start(dir.resolve("tgt"), 1, LUN_BYTES);
-             RemoteBlockDevice device = RemoteBlockDevice.open(endpoint(tgtd),
-                     RemoteMemberOptions.defaults().withConnections(2, 4))) {
+             CorruptingProxy proxy = CorruptingProxy.inFrontOf(IscsiUrl.parse(tgtd.url(1)).port())) {
+            tgtd.allowDigests();
+            IscsiUrl target = IscsiUrl.parse(tgtd.url(1));
+            RemoteEndpoint throughProxy = new RemoteEndpoint(new IscsiUrl("127.0.0.1", proxy.port(),
+                    target.targetIqn(), target.lun(), null, null), null);
+            RemoteMemberOptions options = RemoteMemberOptions.defaults().withConnections(1, 4);
+
+            try (RemoteBlockDevice plain = RemoteBlockDevice.open(throughProxy, options)) {
+                plain.write(0, ByteBuffer.wrap(data));
+                proxy.damageNextAnswer();
+                ByteBuffer back = ByteBuffer.allocate(data.length);
+                plain.read(0, back);
+                assertTrue(proxy.damaged());
+                assertFalse(java.util.Arrays.equals(data, back.array()),
+                        "without digests the flipped bit reaches the caller (else this test proves nothing)");
+            }
+
+            try (RemoteBlockDevice checked = RemoteBlockDevice.open(throughProxy,
+                    options.withDigests(Digest.CRC32C, Digest.CRC32C))) {
+                proxy.damageNextAnswer();
+                ByteBuffer back = ByteBuffer.allocate(data.length);
+                checked.read(0, back);
+                assertTrue(proxy.damaged());
+                assertArrayEquals(data, back.array(), "the digest caught the flipped bit and the read was issued again");
+                RemoteMemberStatus status = checked.status();
+                assertEquals(1, status.reconnects(), "the digest error dropped the connection: " + status);
+                assertEquals(RemoteMemberStatus.State.CONNECTED, status.state());
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Digest.class)
+    void aReadOrWriteAllocatesNothingOnTheCallersThreadOrTheReader(Digest digest) throws Exception {
+        var threads = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        try (Tgtd tgtd = Tgtd.start(dir.resolve("tgt"), 1, LUN_BYTES)) {
+            tgtd.allowDigests();
+            assertNothingAllocatedPerRequest(threads, tgtd, digest);
+        }
+    }
+
+    private static void assertNothingAllocatedPerRequest(com.sun.management.ThreadMXBean threads, Tgtd tgtd, Digest digest)
+            throws Exception {
+        try (RemoteBlockDevice device = RemoteBlockDevice.open(endpoint(tgtd),
+                     RemoteMemberOptions.defaults().withConnections(2, 4).withDigests(digest, digest))) {
             ByteBuffer buf = ByteBuffer.allocateDirect(512 << 10); // two commands each
             for (int i = 0; i < 50; i++) { // warm up
                 device.write(0, buf.clear());
                 device.read(0, buf.clear());
             }
             int rounds = 200;
+            long[] readers = readerThreadIds();
+            long readersBefore = allocated(threads, readers);
             long before = threads.getCurrentThreadAllocatedBytes();
             for (int i = 0; i < rounds; i++) {
                 device.write((long) (i % 16) * buf.capacity(), buf.clear());
                 device.read((long) (i % 16) * buf.capacity(), buf.clear());
             }
             long perIo = (threads.getCurrentThreadAllocatedBytes() - before) / (2L * rounds);
-            assertTrue(perIo < 16, perIo + " bytes allocated per request");
+            long readersPerIo = (allocated(threads, readers) - readersBefore) / (2L * rounds);
+            assertTrue(perIo < 16, perIo + " bytes allocated per request with digests " + digest);
+            // each request is two commands of 32 Data-In PDUs (tgtd's 8 KiB segments) or R2Ts and statuses
+            assertTrue(readersPerIo < 16, readersPerIo + " bytes allocated by iscsi-reader per request with digests "
+                    + digest);
         }
+    }
+
+    private static long[] readerThreadIds() {
+        return Thread.getAllStackTraces().keySet().stream().filter(t -> t.getName().equals("iscsi-reader"))
+                .mapToLong(Thread::getId).toArray();
+    }
+
+    private static long allocated(com.sun.management.ThreadMXBean threads, long[] ids) {
+        long sum = 0;
+        for (long a : threads.getThreadAllocatedBytes(ids)) {
+            sum += Math.max(a, 0);
+        }
+        return sum;
     }
 
     @Test

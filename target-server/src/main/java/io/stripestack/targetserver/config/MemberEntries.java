@@ -1,6 +1,7 @@
 package io.stripestack.targetserver.config;
 
 import io.stripestack.blockdev.ChapSecretFile;
+import io.stripestack.initiator.Digest;
 import io.stripestack.initiator.IscsiUrl;
 import io.stripestack.remote.RemoteMemberOptions;
 import io.stripestack.targetserver.config.StripestackConfig.RemoteMemberConfig;
@@ -96,12 +97,16 @@ final class MemberEntries {
         YamlNode depth = array.child("remote_queue_depth");
         YamlNode retry = array.child("remote_retry_timeout_seconds");
         YamlNode command = array.child("remote_command_timeout_seconds");
+        YamlNode headerDigest = array.child("remote_header_digest");
+        YamlNode dataDigest = array.child("remote_data_digest");
+        YamlNode initiatorName = array.child("remote_initiator_name");
         RemoteMemberOptions options = new RemoteMemberOptions(
                 connections == null ? d.connections() : (int) connections.integer(1, RemoteMemberOptions.MAX_CONNECTIONS),
                 depth == null ? d.queueDepth() : (int) depth.integer(1, 1024),
                 retry == null ? d.retryTimeout() : Duration.ofSeconds(retry.integer(0, 3600)),
                 command == null ? d.commandTimeout() : Duration.ofSeconds(command.integer(1, 3600)),
-                d.connectTimeout(), d.initiatorIqn());
+                d.connectTimeout(), initiatorName(initiatorName, d.initiatorIqn()),
+                digest(headerDigest, d.headerDigest()), digest(dataDigest, d.dataDigest()));
         List<RemoteMemberConfig> all = new ArrayList<>(members.remotes());
         all.addAll(spares.remotes());
         HashSet<String> seen = new HashSet<>();
@@ -111,5 +116,27 @@ final class MemberEntries {
             }
         }
         return new RemoteMembersConfig(List.copyOf(members.remotes()), List.copyOf(spares.remotes()), options);
+    }
+
+    private static String initiatorName(YamlNode node, String absent) throws ConfigException {
+        if (node == null) {
+            return absent;
+        }
+        try {
+            return IscsiNames.require(node.string().trim(), "the initiator name");
+        } catch (IllegalArgumentException e) {
+            throw node.error(e.getMessage());
+        }
+    }
+
+    private static Digest digest(YamlNode node, Digest absent) throws ConfigException {
+        if (node == null) {
+            return absent;
+        }
+        try {
+            return Digest.parse(node.string());
+        } catch (IllegalArgumentException e) {
+            throw node.error(e.getMessage());
+        }
     }
 }

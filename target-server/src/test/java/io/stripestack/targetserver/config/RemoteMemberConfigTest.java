@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.stripestack.blockdev.FilePermissions;
+import io.stripestack.initiator.Digest;
 import io.stripestack.targetserver.config.StripestackConfig.ArrayConfig;
 import io.stripestack.targetserver.config.StripestackConfig.RemoteMemberConfig;
 import java.nio.file.Files;
@@ -48,6 +49,9 @@ class RemoteMemberConfigTest {
                     remote_queue_depth: 64
                     remote_retry_timeout_seconds: 10
                     remote_command_timeout_seconds: 20
+                    remote_header_digest: crc32c
+                    remote_data_digest: CRC32C
+                    remote_initiator_name: iqn.2026-11.io.example:gateway-a
                 """).arrays().get("a");
         assertEquals(1, a.members().size());
         assertEquals(dir.resolve("s0.img"), a.spares().get(0));
@@ -63,6 +67,16 @@ class RemoteMemberConfigTest {
         assertEquals(64, a.remote().options().queueDepth());
         assertEquals(Duration.ofSeconds(10), a.remote().options().retryTimeout());
         assertEquals(Duration.ofSeconds(20), a.remote().options().commandTimeout());
+        assertEquals(Digest.CRC32C, a.remote().options().headerDigest());
+        assertEquals(Digest.CRC32C, a.remote().options().dataDigest());
+        assertEquals("iqn.2026-11.io.example:gateway-a", a.remote().options().initiatorIqn());
+
+        ArrayConfig plain = parse("""
+                arrays:
+                  a: {members: [m0, m1, "iscsi://10.0.0.5/iqn.2026-11.io.example:d/1"], remote_data_digest: none}
+                """).arrays().get("a");
+        assertEquals(Digest.NONE, plain.remote().options().headerDigest(), "no digest unless asked for");
+        assertEquals(Digest.NONE, plain.remote().options().dataDigest());
     }
 
     @Test
@@ -121,6 +135,18 @@ class RemoteMemberConfigTest {
                   a: {members: [m0, m1, {url: "iscsi://h/iqn.2026-11.io.example:d/1", secret_file: s}]}
                 """);
         assertTrue(typo.contains("unknown key"), typo);
+
+        String digest = errorOf("""
+                arrays:
+                  a: {members: [m0, m1, "iscsi://h/iqn.2026-11.io.example:d/1"], remote_header_digest: crc32}
+                """);
+        assertTrue(digest.contains("remote_header_digest") && digest.contains("use none or crc32c"), digest);
+
+        String name = errorOf("""
+                arrays:
+                  a: {members: [m0, m1, "iscsi://h/iqn.2026-11.io.example:d/1"], remote_initiator_name: gateway-a}
+                """);
+        assertTrue(name.contains("remote_initiator_name") && name.contains("is not an iSCSI name"), name);
 
         String tooFew = errorOf("""
                 arrays:

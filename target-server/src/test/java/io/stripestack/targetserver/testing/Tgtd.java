@@ -32,6 +32,10 @@ public final class Tgtd implements AutoCloseable {
     private int controlPort;
     /** CHAP account the target demands, or null; set again at each restart. */
     private String[] chap;
+    /** Whether the target grants CRC32C digests; set again at each restart. */
+    private boolean digestsAllowed;
+    /** The one initiator name the target accepts, or null for any; set again at each restart. */
+    private String onlyInitiator;
     private final Thread reaper = new Thread(this::kill, "tgtd-reaper");
 
     private Tgtd(Path dir, int port, String iqn, int luns) {
@@ -84,10 +88,36 @@ public final class Tgtd implements AutoCloseable {
             adm(true, "--mode", "logicalunit", "--op", "new", "--tid", "1", "--lun", Integer.toString(i),
                     "--bstype", "rdwr", "--backing-store", dir.resolve("lun" + i + ".img").toString());
         }
-        adm(true, "--mode", "target", "--op", "bind", "--tid", "1", "--initiator-address", "ALL");
+        if (onlyInitiator == null) {
+            adm(true, "--mode", "target", "--op", "bind", "--tid", "1", "--initiator-address", "ALL");
+        } else {
+            adm(true, "--mode", "target", "--op", "bind", "--tid", "1", "--initiator-name", onlyInitiator);
+        }
         if (chap != null) {
             adm(true, "--mode", "account", "--op", "new", "--user", chap[0], "--password", chap[1]);
             adm(true, "--mode", "account", "--op", "bind", "--tid", "1", "--user", chap[0]);
+        }
+        if (digestsAllowed) {
+            applyDigests();
+        }
+    }
+
+    /** From now on (restarts included) only the initiator of this name may log in, from any address. */
+    public void allowOnlyInitiator(String initiatorName) throws Exception {
+        adm(true, "--mode", "target", "--op", "unbind", "--tid", "1", "--initiator-address", "ALL");
+        onlyInitiator = initiatorName;
+        adm(true, "--mode", "target", "--op", "bind", "--tid", "1", "--initiator-name", initiatorName);
+    }
+
+    /** From now on (restarts included) the target grants CRC32C header and data digests to an initiator that asks. */
+    public void allowDigests() throws Exception {
+        digestsAllowed = true;
+        applyDigests();
+    }
+
+    private void applyDigests() throws Exception {
+        for (String key : List.of("HeaderDigest", "DataDigest")) {
+            adm(true, "--mode", "target", "--op", "update", "--tid", "1", "--name", key, "--value", "CRC32C,None");
         }
     }
 
