@@ -372,8 +372,9 @@ final class Superblocks {
 
     /**
      * Every daemon_sleep seconds: clears the bits of regions with no write in the last period, after a
-     * flush made their data and parity durable. Bits stay while the array is degraded or a resync of
-     * the dirty regions is pending (they are what the resync needs).
+     * flush made their data and parity durable on every member. Bits stay while the array is degraded or
+     * a resync of the dirty regions is pending (they are what the resync needs), and when a member failed
+     * by the end of the flush (its writes may be lost: a re-add must rewrite those regions).
      */
     private void bitmapDaemonPass() {
         try {
@@ -387,6 +388,12 @@ final class Superblocks {
                 return;
             }
             members.flush();
+            synchronized (members.lock) {
+                // a member that failed before or during the flush may not have its writes: its bits stay for its re-add
+                if (members.closed || members.failed || members.failedRole >= 0) {
+                    return;
+                }
+            }
             long failedRoles = bitmap.clearIdle(candidates, bitmapWriter);
             if (failedRoles != 0) {
                 members.bitmapWriteFailed(failedRoles);

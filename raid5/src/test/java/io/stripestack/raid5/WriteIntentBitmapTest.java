@@ -53,6 +53,54 @@ class WriteIntentBitmapTest {
         return out;
     }
 
+    /** A member whose flushes fail once told to, as a disk (or a remote target) that lost its cache. */
+    static final class FailingFlush extends io.stripestack.blockdev.ForwardingBlockDevice {
+        volatile boolean fail;
+
+        FailingFlush(BlockDevice below) {
+            super(below);
+        }
+
+        @Override
+        public void flush() throws java.io.IOException {
+            if (fail) {
+                throw new java.io.IOException(name() + ": injected flush failure");
+            }
+            super.flush();
+        }
+    }
+
+    /**
+     * The daemon clears a region's bit only after every member flushed: a member whose flush fails in the same
+     * pass may have lost the region's writes, and its re-add must rewrite them. Waits two daemon periods.
+     */
+    @Test
+    void aFlushThatFailsKeepsTheBitsOfTheRegionsWritten() throws Exception {
+        List<Path> paths = List.of(dir.resolve("f0"), dir.resolve("f1"), dir.resolve("f2"));
+        List<BlockDevice> devices = new ArrayList<>();
+        FailingFlush failing = null;
+        for (Path p : paths) {
+            BlockDevice d = FileBlockDevice.create(p, MEMBER, 512);
+            if (devices.size() == 2) {
+                failing = new FailingFlush(d);
+                d = failing;
+            }
+            devices.add(d);
+        }
+        try (Raid5Array array = Raid5Array.create(devices, CONFIG, Raid5Options.defaults(), true)) {
+            array.write(0, ByteBuffer.wrap(new byte[4096]));
+            failing.fail = true;
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(3 * WriteIntentBitmap.DAEMON_SLEEP_SECONDS);
+            while (array.status().health() != Raid5Status.Health.DEGRADED && System.nanoTime() < until) {
+                Thread.sleep(100);
+            }
+            assertEquals(Raid5Status.Health.DEGRADED, array.status().health(), "the daemon's flush failed the member");
+            Thread.sleep(TimeUnit.SECONDS.toMillis(WriteIntentBitmap.DAEMON_SLEEP_SECONDS) + 500);
+            String bitmap = examineBitmap(paths.get(0));
+            assertTrue(field(bitmap, "Bitmap").contains(" 1 dirty"), "the written region's bit stays:\n" + bitmap);
+        }
+    }
+
     /** Flips one byte of the parity chunk of {@code row} directly on its member file. */
     static void corruptParity(List<Path> members, long row) throws Exception {
         int p = Raid5Layout.LEFT_SYMMETRIC.parityMember(row, members.size());
