@@ -121,7 +121,7 @@ public final class Raid5Array extends MeteredBlockDevice {
             this.parts = new ArrayParts(name, blockSize, stats, resume.oldTemplate(), resume.oldRoles(), spareMembers,
                     resume.targets(), 0, null, resume.oldOptions());
             this.reshape = new Reshaper(this, parts, resume.oldTemplate(), resume.targets(), resume.positionSectors(),
-                    resume.newOffsetSectors(), options);
+                    resume.newOffsetSectors(), resume.newChunkSectors(), options);
             reshape.start();
         } else {
             this.parts = new ArrayParts(name, blockSize, stats, template, roles, spareMembers, List.of(),
@@ -357,30 +357,53 @@ public final class Raid5Array extends MeteredBlockDevice {
 
     /**
      * Grows the array onto its first spares to {@code raidDevices} members, online (md's {@code raid_disks}
-     * attribute, {@code mdadm --grow --raid-devices}): the data moves to the new geometry in the background,
-     * resumable after a crash, and when it is done {@link #size()} grows and the capacity listeners are told.
-     * A partial parity log is not compatible with a reshape (as in md): the policy is resync while it runs and
-     * ppl again after it.
-     *
-     * @throws IllegalArgumentException or {@link IllegalStateException} saying why it cannot start (degraded, too
-     *                                  few spares, a sync action running, a bitmap, no room to move the data offset)
+     * attribute, {@code mdadm --grow --raid-devices}); see {@link #reshape}. Nothing happens when it has that many.
      */
     public void setRaidDevices(int raidDevices) throws IOException {
+        if (raidDevices != raidDevices()) {
+            reshape(raidDevices, current().geo.chunk);
+        }
+    }
+
+    /**
+     * Changes the chunk size to {@code chunkBytes}, online (md's {@code chunk_size} attribute, {@code mdadm --grow
+     * --chunk}); see {@link #reshape}. Nothing happens when the chunk is that size already.
+     */
+    public void setChunkSize(int chunkBytes) throws IOException {
+        if (chunkBytes != chunkBytes()) {
+            reshape(current().geo.members, chunkBytes);
+        }
+    }
+
+    /**
+     * Reshapes the array to {@code raidDevices} members (its first spares join) of {@code chunkBytes} chunks,
+     * online ({@code mdadm --grow --raid-devices N --chunk C}): the data moves to the new geometry in the
+     * background, resumable after a crash, and when it is done {@link #size()} has grown (when members were added)
+     * and the capacity listeners are told. A partial parity log is not compatible with a reshape (as in md): the
+     * policy is resync while it runs and ppl again after it.
+     *
+     * @throws IllegalArgumentException or {@link IllegalStateException} saying why it cannot start (degraded, too
+     *                                  few spares, a sync action running, a bitmap, no room to move the data offset,
+     *                                  a chunk that does not divide the member size, fewer members, nothing to change)
+     */
+    public void reshape(int raidDevices, int chunkBytes) throws IOException {
         synchronized (policySwitch) {
             checkOpen();
-            if (reshape != null) {
-                throw new IllegalStateException(name + ": a reshape to " + reshape.newMemberCount()
-                        + " members is already running");
+            Reshaper running = reshape;
+            if (running != null) {
+                throw new IllegalStateException(name + ": a reshape to " + running.newMemberCount() + " members of "
+                        + running.newChunkBytes() / 1024 + " KiB chunks is already running");
             }
+            if (chunkBytes % 512 != 0) {
+                throw new IllegalArgumentException(name + ": chunk_size " + chunkBytes + " is not a multiple of 512");
+            }
+            int chunkSectors = chunkBytes / 512;
             ArrayParts p = parts;
-            if (raidDevices == p.geo.members) {
-                return;
-            }
             Md1Superblock template;
             synchronized (p.members.lock) {
                 template = p.superblocks.templateCopyLocked();
             }
-            Reshaper.checkCanGrow(p, template, raidDevices);   // before the policy switch below
+            Reshaper.checkCanReshape(p, template, raidDevices, chunkSectors);   // before the policy switch below
             boolean hadPpl = p.consistencyPolicy == ConsistencyPolicy.PPL;
             if (hadPpl) {
                 LOG.info("{}: ppl is not compatible with reshape (as in md): consistency policy resync while it runs",
@@ -390,7 +413,7 @@ public final class Raid5Array extends MeteredBlockDevice {
             Raid5Options after = hadPpl ? options.withConsistencyPolicy(ConsistencyPolicy.PPL) : options;
             Reshaper r;
             try {
-                r = Reshaper.begin(this, p, template, raidDevices, after);
+                r = Reshaper.begin(this, p, template, raidDevices, chunkSectors, after);
             } catch (RuntimeException e) {
                 if (hadPpl) {
                     switchPolicyLocked(ConsistencyPolicy.PPL);

@@ -13,10 +13,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * md's reshape of a RAID-5 array onto more members, online and forwards: the data moves row by row from the
- * old geometry (n members) to the new one (n + k), while the data offset moves down by whole chunks, so a
- * new row is always written where the old geometry's data was already copied from (modern mdadm's way; no
- * backup file). The position reached is checkpointed into every member's superblock (md's reshape_position
+ * md's reshape of a RAID-5 array onto more members, to another chunk size, or both, online and forwards: the
+ * data moves row by row from the old geometry (n members, chunk c) to the new one (n + k members, k >= 0, chunk
+ * c'), while the data offset moves down by at least one chunk of the larger size, so a new row is always written
+ * where the old geometry's data was already copied from (modern mdadm's way; no backup file). The position reached is checkpointed into every member's superblock (md's reshape_position
  * with the reshape-active and new-offset feature bits), and an assemble resumes from it.
  *
  * <p>Positions are array bytes. Below {@code safe} (the last checkpoint) the new geometry serves
@@ -42,7 +42,7 @@ final class Reshaper {
 
     /** What the superblocks of an interrupted reshape say, split into the old geometry and the targets. */
     record Resume(Md1Superblock oldTemplate, MemberSet.Member[] oldRoles, List<MemberSet.Member> targets,
-                  long positionSectors, long newOffsetSectors, Raid5Options oldOptions) {
+                  long positionSectors, long newOffsetSectors, int newChunkSectors, Raid5Options oldOptions) {
     }
 
     private final Raid5Array array;
@@ -71,7 +71,7 @@ final class Reshaper {
     private Thread mover;
 
     Reshaper(Raid5Array array, ArrayParts old, Md1Superblock oldTemplate, List<MemberSet.Member> targets,
-             long positionSectors, long newOffsetSectors, Raid5Options options) {
+             long positionSectors, long newOffsetSectors, int newChunkSectors, Raid5Options options) {
         this.array = array;
         this.name = oldTemplate.setName;
         this.old = old;
@@ -81,6 +81,7 @@ final class Reshaper {
         this.restorePpl = options.consistencyPolicy() == ConsistencyPolicy.PPL;
         Md1Superblock n = oldTemplate.copy();
         n.raidDisks = oldGeo.members + targets.size();
+        n.chunkSectors = newChunkSectors;
         n.dataOffsetSectors = newOffsetSectors;
         this.newGeo = StripeGeometry.of(n);
         BlockDevice[] devices = new BlockDevice[newGeo.members];
@@ -98,17 +99,18 @@ final class Reshaper {
     // ----------------------------------------------------------------------------------------- start
 
     /**
-     * Starts growing {@code parts}' array to {@code raidDevices} members onto its first spares: checks that it
-     * can, records the reshape in every superblock (position 0) and returns the reshaper, not yet started.
+     * Starts reshaping {@code parts}' array to {@code raidDevices} members (its first spares join) with chunks of
+     * {@code chunkSectors}: checks that it can, records the reshape in every superblock (position 0) and returns the
+     * reshaper, not yet started.
      *
      * @throws IllegalArgumentException or {@link IllegalStateException} saying why not; nothing changed then
      */
     static Reshaper begin(Raid5Array array, ArrayParts parts, Md1Superblock template, int raidDevices,
-                          Raid5Options options) throws IOException {
+                          int chunkSectors, Raid5Options options) throws IOException {
         MemberSet members = parts.members;
         synchronized (members.lock) {
             members.checkOpen();
-            long newOffset = checkCanGrow(parts, template, raidDevices);
+            long newOffset = checkCanReshape(parts, template, raidDevices, chunkSectors);
             StripeGeometry geo = parts.geo;
             String name = template.setName;
             int needed = raidDevices - geo.members;
@@ -117,38 +119,59 @@ final class Reshaper {
                 targets.add(members.spares.remove(0));
             }
             members.reshapeTargets.addAll(targets);
-            parts.superblocks.beginReshapeLocked(raidDevices, newOffset - template.dataOffsetSectors, targets);
+            parts.superblocks.beginReshapeLocked(raidDevices, chunkSectors, newOffset - template.dataOffsetSectors,
+                    targets);
             parts.sync.setAction("frozen");
-            LOG.info("{}: reshape to {} members started; data offset {} -> {} sectors", name, raidDevices,
+            LOG.info("{}: reshape to {} members of {} KiB chunks started (from {} of {} KiB); data offset {} -> {} "
+                    + "sectors", name, raidDevices, chunkSectors / 2, geo.members, geo.chunk / 1024,
                     template.dataOffsetSectors, newOffset);
-            return new Reshaper(array, parts, template, targets, 0, newOffset, options);
+            return new Reshaper(array, parts, template, targets, 0, newOffset, chunkSectors, options);
         }
     }
 
     /**
-     * Refuses, saying why, a grow of {@code parts}' array to {@code raidDevices} members that cannot run now;
-     * returns the new data offset in sectors. Called before anything changes (and again, under the state
-     * lock, by {@link #begin}).
+     * Refuses, saying why, a reshape of {@code parts}' array to {@code raidDevices} members with chunks of
+     * {@code chunkSectors} that cannot run now; returns the new data offset in sectors. Called before anything
+     * changes (and again, under the state lock, by {@link #begin}).
      */
-    static long checkCanGrow(ArrayParts parts, Md1Superblock template, int raidDevices) {
+    static long checkCanReshape(ArrayParts parts, Md1Superblock template, int raidDevices, int chunkSectors) {
         String name = template.setName;
         StripeGeometry geo = parts.geo;
         MemberSet members = parts.members;
-        if (raidDevices <= geo.members) {
-            throw new IllegalArgumentException(name + ": raid_disks " + raidDevices + " is not more than the "
-                    + geo.members + " members it has; only growing by members is supported");
+        if (raidDevices < geo.members) {
+            throw new IllegalArgumentException(name + ": raid_disks " + raidDevices + " is fewer than the "
+                    + geo.members + " members it has; shrinking an array is not supported");
         }
         if (raidDevices > 64) {
             throw new IllegalArgumentException(name + ": raid_disks " + raidDevices + " exceeds 64");
+        }
+        long chunkBytes = chunkSectors * 512L;
+        if (chunkSectors <= 0 || Long.bitCount(chunkBytes) != 1 || chunkBytes < 4096) {
+            throw new IllegalArgumentException(name + ": chunk_size " + chunkBytes + " is not a power of two of at "
+                    + "least 4096 bytes");
+        }
+        if (chunkBytes * raidDevices > (1L << 30)) {
+            throw new IllegalArgumentException(name + ": chunk " + chunkBytes + " bytes x " + raidDevices
+                    + " members exceeds the 1 GiB row this engine supports; use a smaller chunk");
+        }
+        if (template.sizeSectors % chunkSectors != 0) {
+            throw new IllegalArgumentException(name + ": a chunk of " + chunkBytes / 1024 + " KiB does not divide the "
+                    + "member size in use (" + template.sizeSectors / 2 + " KiB); choose a chunk that divides it (md "
+                    + "refuses the same; mdadm --grow --size would shrink it first)");
+        }
+        if (raidDevices == geo.members && chunkBytes == geo.chunk) {
+            throw new IllegalArgumentException(name + ": already " + raidDevices + " members of " + chunkBytes / 1024
+                    + " KiB chunks; nothing to reshape");
         }
         if (parts.consistencyPolicy == ConsistencyPolicy.BITMAP) {
             throw new IllegalStateException(name + ": the write-intent bitmap lies where the data offset moves to; "
                     + "restart the array with consistency_policy resync (or ppl), grow it, then restart with bitmap");
         }
-        long newOffset = newDataOffsetSectors(template);
+        int moveSectors = Math.max(template.chunkSectors, chunkSectors);
+        long newOffset = newDataOffsetSectors(template, moveSectors);
         if (newOffset < 0) {
             throw new IllegalStateException(name + ": data offset " + template.dataOffsetSectors + " sectors leaves no "
-                    + "chunk of " + template.chunkSectors + " sectors free after the superblock to move the data "
+                    + "chunk of " + moveSectors + " sectors free after the superblock to move the data "
                     + "down into (md would need a backup file, which stripestack does not support); an array needs a "
                     + "larger data offset (the default is 2048 sectors) to grow");
         }
@@ -170,43 +193,51 @@ final class Reshaper {
     }
 
     /**
-     * The new data offset for a grow: half of the whole chunks free between the superblock (and md's bad-block
-     * log) and the data, at least one, so a later grow still finds room; -1 when not one chunk is free.
+     * The new data offset for a reshape: half of the units of {@code moveSectors} (the larger of the old and new
+     * chunk) free between the superblock (and md's bad-block log) and the data, at least one, so a later reshape
+     * still finds room; -1 when not one unit is free. One unit is enough: a new row then always ends at or before
+     * the start of the old row that holds the checkpoint's data (see {@link #rowsWritableAbove}).
      */
-    private static long newDataOffsetSectors(Md1Superblock sb) {
+    private static long newDataOffsetSectors(Md1Superblock sb, int moveSectors) {
         long lowest = sb.superOffsetSectors + Md1Superblock.BLOCK_BYTES / 512;
         if (sb.hasBadBlockLog() && sb.bblogOffset > 0) {
             lowest = Math.max(lowest, sb.superOffsetSectors + sb.bblogOffset + sb.bblogSize);
         }
-        long freeChunks = (sb.dataOffsetSectors - lowest) / sb.chunkSectors;
-        if (freeChunks < 1) {
+        long free = (sb.dataOffsetSectors - lowest) / moveSectors;
+        if (free < 1) {
             return -1;
         }
-        return sb.dataOffsetSectors - Math.max(1, freeChunks / 2) * sb.chunkSectors;
+        return sb.dataOffsetSectors - Math.max(1, free / 2) * moveSectors;
     }
 
     /**
      * Splits what the superblocks of an interrupted reshape say into the old geometry and its targets.
      *
      * @throws Raid5AssembleException when the reshape is not one this engine resumes (degraded, backwards,
-     *                                another level, layout or chunk, a position not on a new row)
+     *                                another level or layout, a position not on a new row)
      */
     static Resume resume(String name, Md1Superblock sb, MemberSet.Member[] roles, Raid5Options options)
             throws Raid5AssembleException {
         int oldCount = sb.raidDisks - sb.deltaDisks;
         String problem = null;
-        if ((sb.featureMap & Md1Superblock.FEATURE_RESHAPE_BACKWARDS) != 0 || sb.deltaDisks <= 0) {
-            problem = "the reshape runs backwards or shrinks (delta_disks " + sb.deltaDisks + "); only growing "
-                    + "forwards is supported -- finish it under Linux";
-        } else if (sb.newLevel != sb.level || sb.newLayout != sb.layout || sb.newChunkSectors != sb.chunkSectors) {
-            problem = "the reshape changes the level, layout or chunk; only growing by members is supported -- "
-                    + "finish it under Linux";
+        if ((sb.featureMap & Md1Superblock.FEATURE_RESHAPE_BACKWARDS) != 0 || sb.deltaDisks < 0) {
+            problem = "the reshape runs backwards or shrinks (delta_disks " + sb.deltaDisks + "); only forwards "
+                    + "reshapes that keep or add members are supported -- finish it under Linux";
+        } else if (sb.newLevel != sb.level || sb.newLayout != sb.layout) {
+            problem = "the reshape changes the level or layout; only the member count and the chunk size are "
+                    + "supported -- finish it under Linux";
+        } else if (sb.deltaDisks == 0 && sb.newChunkSectors == sb.chunkSectors) {
+            problem = "the reshape changes neither the member count nor the chunk size";
+        } else if (sb.newChunkSectors <= 0 || Integer.bitCount(sb.newChunkSectors) != 1
+                || sb.sizeSectors % sb.newChunkSectors != 0) {
+            problem = "new_chunk " + sb.newChunkSectors + " sectors is not a power of two that divides the member "
+                    + "size in use (" + sb.sizeSectors + " sectors)";
         } else if ((sb.featureMap & Md1Superblock.FEATURE_NEW_OFFSET) == 0 || sb.newOffset >= 0) {
             problem = "the reshape does not move the data offset down (it needs md's backup file); finish it "
                     + "under Linux";
         } else if (oldCount < 3) {
             problem = "raid_disks " + sb.raidDisks + " minus delta_disks " + sb.deltaDisks + " is not a RAID-5";
-        } else if (sb.reshapePosition % ((long) sb.chunkSectors * (sb.raidDisks - 1)) != 0) {
+        } else if (sb.reshapePosition % ((long) sb.newChunkSectors * (sb.raidDisks - 1)) != 0) {
             problem = "reshape_position " + sb.reshapePosition + " is not on a row of the new geometry";
         }
         for (MemberSet.Member m : roles) {
@@ -228,10 +259,11 @@ final class Reshaper {
             targets.add(new MemberSet.Member(-1, m.device, m.displayName, m.devNumber, m.deviceUuid,
                     m.dataSizeSectors, Raid5Status.MemberState.ACTIVE));
         }
-        LOG.warn("{}: resuming the reshape from {} to {} members at array sector {}", name, oldCount, sb.raidDisks,
-                sb.reshapePosition);
+        LOG.warn("{}: resuming the reshape from {} members of {} KiB chunks to {} of {} KiB at array sector {}", name,
+                oldCount, sb.chunkSectors / 2, sb.raidDisks, sb.newChunkSectors / 2, sb.reshapePosition);
         return new Resume(oldTemplate, oldRoles, targets, sb.reshapePosition,
-                sb.dataOffsetSectors + sb.newOffset, options.withConsistencyPolicy(ConsistencyPolicy.RESYNC));
+                sb.dataOffsetSectors + sb.newOffset, sb.newChunkSectors,
+                options.withConsistencyPolicy(ConsistencyPolicy.RESYNC));
     }
 
     /** Freezes the old geometry's sync actions and starts the mover thread. */
@@ -571,8 +603,8 @@ final class Reshaper {
             finished = true;
             gate.notifyAll();
         }
-        LOG.info("{}: reshape done: {} members, {} bytes (was {}), data offset {} sectors", name, newGeo.members,
-                newGeo.size, oldGeo.size, newGeo.dataOffset / 512);
+        LOG.info("{}: reshape done: {} members of {} KiB chunks, {} bytes (was {}), data offset {} sectors", name,
+                newGeo.members, newGeo.chunk / 1024, newGeo.size, oldGeo.size, newGeo.dataOffset / 512);
         array.reshapeDone();
     }
 
@@ -599,6 +631,10 @@ final class Reshaper {
 
     int newMemberCount() {
         return newGeo.members;
+    }
+
+    int newChunkBytes() {
+        return newGeo.chunk;
     }
 
     /**

@@ -125,16 +125,17 @@ final class Superblocks {
     }
 
     /**
-     * Records a reshape to {@code raidDevices} members at position 0 on every member: md's reshape fields,
-     * the reshape-active and new-offset feature bits, and the targets' new roles. The template keeps the old
-     * member count (this geometry's); the superblocks say the new one, as md's do.
+     * Records a reshape to {@code raidDevices} members of {@code newChunkSectors} chunks at position 0 on every
+     * member: md's reshape fields, the reshape-active and new-offset feature bits, and the targets' new roles. The
+     * template keeps the old member count and chunk (this geometry's); the superblocks say the new count and
+     * new_chunk, as md's do.
      */
-    void beginReshapeLocked(int raidDevices, long newOffsetDelta, List<MemberSet.Member> targets) {
+    void beginReshapeLocked(int raidDevices, int newChunkSectors, long newOffsetDelta, List<MemberSet.Member> targets) {
         template.featureMap |= Md1Superblock.FEATURE_RESHAPE_ACTIVE | Md1Superblock.FEATURE_NEW_OFFSET;
         template.deltaDisks = raidDevices - geo.members;
         template.newLevel = template.level;
         template.newLayout = template.layout;
-        template.newChunkSectors = template.chunkSectors;
+        template.newChunkSectors = newChunkSectors;
         template.newOffset = (int) newOffsetDelta;
         template.reshapePosition = 0;
         for (int i = 0; i < targets.size(); i++) {
@@ -154,10 +155,11 @@ final class Superblocks {
         writeLocked(false);
     }
 
-    /** The template of the finished reshape's geometry: the new member count and data offset, no reshape. */
+    /** The template of the finished reshape's geometry: the new member count, chunk and data offset, no reshape. */
     Md1Superblock finishReshapeLocked() {
         Md1Superblock t = template.copy();
         t.raidDisks = geo.members + t.deltaDisks;
+        t.chunkSectors = t.newChunkSectors;
         t.dataOffsetSectors += t.newOffset;
         t.featureMap &= ~(Md1Superblock.FEATURE_RESHAPE_ACTIVE | Md1Superblock.FEATURE_NEW_OFFSET);
         t.deltaDisks = 0;

@@ -71,4 +71,46 @@ class ReshapeMdadmTest {
             assertEquals("AAAAA", MdadmExamineTest.field(grown, "Array State").split(" ")[0]);
         }
     }
+    @Test
+    void examineShowsTheNewChunkWhileItChangesThenTheNewChunk() throws Exception {
+        MdadmExamineTest.mdadm();
+        List<Path> paths = MemberFiles.paths(dir, "c", 4);
+        Raid5Config config = new Raid5Config("rechunk", CHUNK, Raid5Layout.LEFT_SYMMETRIC, 2048);
+        Raid5Options options = Raid5Options.defaults().withConsistencyPolicy(ConsistencyPolicy.RESYNC);
+        ByteBuffer buf = ByteBuffer.allocateDirect(CHUNK);
+        try (Raid5Array a = Raid5Files.create(paths, MEMBER_BYTES, config, options)) {
+            for (long off = 0; off < a.size(); off += CHUNK) {
+                buf.clear();
+                buf.putLong(0, off);
+                a.write(off, buf.clear());
+            }
+            a.setSyncSpeedMin(1);
+            a.setSyncSpeedMax(1);   // the first batch moves, then the reshape crawls until close
+            a.setChunkSize(2 * CHUNK);
+            assertTrue(a.status().mdstat().contains("reshape ="), a.status().mdstat());
+        }
+        String interrupted = MdadmExamineTest.examine(paths.get(0));
+        assertEquals("64K", MdadmExamineTest.field(interrupted, "Chunk Size"), interrupted);
+        assertEquals("128K", MdadmExamineTest.field(interrupted, "New Chunksize"), interrupted);
+        assertFalse(MdadmExamineTest.field(interrupted, "Reshape pos'n").startsWith("0 "), interrupted);
+
+        try (Raid5Array a = Raid5Files.assemble(paths, options, false)) {
+            a.setSyncSpeedMax(Raid5Array.DEFAULT_SYNC_SPEED_MAX);
+            assertTrue(a.awaitReshape(60, TimeUnit.SECONDS));
+            assertEquals(2 * CHUNK, a.chunkBytes());
+            for (long off = 0; off < a.size(); off += CHUNK) {
+                buf.clear();
+                a.read(off, buf);
+                assertEquals(off, buf.getLong(0), "chunk at " + off);
+            }
+        }
+        for (Path member : paths) {
+            String done = MdadmExamineTest.examine(member);
+            assertEquals("128K", MdadmExamineTest.field(done, "Chunk Size"), done);
+            assertFalse(done.contains("New Chunksize") || done.contains("Reshape pos'n"), done);
+            assertEquals("clean", MdadmExamineTest.field(done, "State"));
+            assertTrue(MdadmExamineTest.field(done, "Checksum").endsWith("correct"), done);
+            assertEquals("AAAA", MdadmExamineTest.field(done, "Array State").split(" ")[0]);
+        }
+    }
 }

@@ -87,102 +87,161 @@ class ReshapeTest {
         }
     }
 
-    @Test
-    void growsThreeToFourToFiveUnderAVerifyingLoad() throws Exception {
-        List<MemoryBlockDevice> members = new ArrayList<>(List.of(device("m0"), device("m1"), device("m2")));
-        try (Raid5Array a = create(members)) {
-            long oldBlocks = a.size() / BLOCK;
-            int[] generation = new int[(int) (ROWS * 4L * CHUNK / BLOCK)];
-            ByteBuffer buf = ByteBuffer.allocateDirect(BLOCK);
-            ByteBuffer expected = ByteBuffer.allocateDirect(BLOCK);
-            for (long b = 0; b < oldBlocks; b++) {
-                writeBlock(a, b, 1, buf);
-                generation[(int) b] = 1;
-            }
-            AtomicLong grown = new AtomicLong();
-            a.addCapacityListener(grown::set);
-            for (int target = 4; target <= 5; target++) {
-                MemoryBlockDevice spare = device("m" + (target - 1));
-                members.add(spare);
-                a.addSpare(spare);
-                long sizeBefore = a.size();
-                // slow enough that the load overlaps every part of the reshape (about 2 s)
-                a.setSyncSpeedMin(700);
-                a.setSyncSpeedMax(1000);
-                a.setRaidDevices(target);
-                assertEquals(target, a.raidDevices());
-                assertThrows(IllegalStateException.class, () -> a.setSyncAction("check"));
-                assertTrue(a.status().mdstat().contains("reshape") || !a.syncProgress().running());
-                AtomicReference<Throwable> failure = new AtomicReference<>();
-                AtomicBoolean stop = new AtomicBoolean();
-                List<Thread> load = new ArrayList<>();
-                long blocks = sizeBefore / BLOCK;
-                for (int t = 0; t < 3; t++) {
-                    int seed = t;
-                    Thread th = new Thread(() -> {
-                        Random rnd = new Random(seed);
-                        ByteBuffer mine = ByteBuffer.allocateDirect(BLOCK);
-                        ByteBuffer exp = ByteBuffer.allocateDirect(BLOCK);
-                        try {
-                            while (!stop.get()) {
-                                // each thread owns the blocks b with b % 3 == seed, so it knows their generation
-                                long b = rnd.nextInt((int) (blocks / 3)) * 3L + seed;
-                                if (rnd.nextBoolean()) {
-                                    int g;
-                                    synchronized (generation) {
-                                        g = ++generation[(int) b];
-                                    }
-                                    writeBlock(a, b, g, mine);
-                                } else {
-                                    int g;
-                                    synchronized (generation) {
-                                        g = generation[(int) b];
-                                    }
-                                    assertBlock(a, b, g, mine, exp);
-                                }
+    /** Starts one reshape of the array. */
+    interface ReshapeStart {
+        void start(Raid5Array a) throws IOException;
+    }
+
+    /**
+     * Runs the reshape {@code start} begins while three threads write and verify blocks of the array, then checks
+     * the new shape, every block (the new space reads zeros and is then written), a check pass and the parity of
+     * every row on the members.
+     */
+    static void reshapeUnderVerifyingLoad(Raid5Array a, List<MemoryBlockDevice> members, int[] generation,
+                                          int expectedMembers, int expectedChunk, ReshapeStart start) throws Exception {
+        ByteBuffer buf = ByteBuffer.allocateDirect(BLOCK);
+        ByteBuffer expected = ByteBuffer.allocateDirect(BLOCK);
+        AtomicLong told = new AtomicLong();
+        a.addCapacityListener(told::set);
+        long sizeBefore = a.size();
+        // slow enough that the load overlaps every part of the reshape (about 2 s)
+        a.setSyncSpeedMin(700);
+        a.setSyncSpeedMax(1000);
+        start.start(a);
+        assertEquals(expectedMembers, a.raidDevices());
+        assertThrows(IllegalStateException.class, () -> a.setSyncAction("check"));
+        assertTrue(a.status().mdstat().contains("reshape") || !a.syncProgress().running());
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        AtomicBoolean stop = new AtomicBoolean();
+        List<Thread> load = new ArrayList<>();
+        long blocks = sizeBefore / BLOCK;
+        for (int t = 0; t < 3; t++) {
+            int seed = t;
+            Thread th = new Thread(() -> {
+                Random rnd = new Random(seed);
+                ByteBuffer mine = ByteBuffer.allocateDirect(BLOCK);
+                ByteBuffer exp = ByteBuffer.allocateDirect(BLOCK);
+                try {
+                    while (!stop.get()) {
+                        // each thread owns the blocks b with b % 3 == seed, so it knows their generation
+                        long b = rnd.nextInt((int) (blocks / 3)) * 3L + seed;
+                        if (rnd.nextBoolean()) {
+                            int g;
+                            synchronized (generation) {
+                                g = ++generation[(int) b];
                             }
-                        } catch (Throwable e) {
-                            failure.compareAndSet(null, e);
-                        }
-                    });
-                    th.start();
-                    load.add(th);
-                }
-                assertTrue(a.awaitReshape(120, TimeUnit.SECONDS), "reshape did not finish");
-                stop.set(true);
-                for (Thread th : load) {
-                    th.join();
-                }
-                assertNull(failure.get(), () -> "load failed: " + failure.get());
-                assertEquals(target, a.memberCount());
-                assertEquals((long) (target - 1) * ROWS * CHUNK, a.size());
-                assertEquals(a.size(), grown.get());
-                assertEquals(Raid5Status.Health.CLEAN, a.status().health());
-                for (long b = 0; b < a.size() / BLOCK; b++) {
-                    if (b < blocks) {
-                        assertBlock(a, b, generation[(int) b], buf, expected);
-                    } else {
-                        buf.clear();
-                        a.read(b * BLOCK, buf);
-                        for (int i = 0; i < BLOCK; i++) {
-                            assertEquals(0, buf.get(i), "new space reads zeros at block " + b);
+                            writeBlock(a, b, g, mine);
+                        } else {
+                            int g;
+                            synchronized (generation) {
+                                g = generation[(int) b];
+                            }
+                            assertBlock(a, b, g, mine, exp);
                         }
                     }
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
                 }
-                a.setSyncAction("check");
-                assertTrue(a.awaitSyncIdle(60, TimeUnit.SECONDS));
-                assertEquals(0, a.mismatchCount());
-                a.flush();
-                assertParityConsistent(members);
-                for (long b = blocks; b < a.size() / BLOCK; b++) {
-                    writeBlock(a, b, 1, buf);
-                    generation[(int) b] = 1;
+            });
+            th.start();
+            load.add(th);
+        }
+        assertTrue(a.awaitReshape(120, TimeUnit.SECONDS), "reshape did not finish");
+        stop.set(true);
+        for (Thread th : load) {
+            th.join();
+        }
+        assertNull(failure.get(), () -> "load failed: " + failure.get());
+        assertEquals(expectedMembers, a.memberCount());
+        assertEquals(expectedChunk, a.chunkBytes());
+        assertEquals((long) (expectedMembers - 1) * ROWS * CHUNK, a.size());
+        assertEquals(a.size(), told.get());
+        assertEquals(Raid5Status.Health.CLEAN, a.status().health());
+        for (long b = 0; b < a.size() / BLOCK; b++) {
+            if (b < blocks) {
+                assertBlock(a, b, generation[(int) b], buf, expected);
+            } else {
+                buf.clear();
+                a.read(b * BLOCK, buf);
+                for (int i = 0; i < BLOCK; i++) {
+                    assertEquals(0, buf.get(i), "new space reads zeros at block " + b);
                 }
+            }
+        }
+        a.setSyncAction("check");
+        assertTrue(a.awaitSyncIdle(60, TimeUnit.SECONDS));
+        assertEquals(0, a.mismatchCount());
+        a.flush();
+        assertParityConsistent(members);
+        for (long b = blocks; b < a.size() / BLOCK; b++) {
+            writeBlock(a, b, 1, buf);
+            generation[(int) b] = 1;
+        }
+    }
+
+    /** An array of {@code count} members holding generation 1 in every block; {@code generation} sized for 5. */
+    static Raid5Array filled(List<MemoryBlockDevice> members, int count, int[] generation) throws IOException {
+        for (int i = 0; i < count; i++) {
+            members.add(device("m" + i));
+        }
+        Raid5Array a = create(members);
+        ByteBuffer buf = ByteBuffer.allocateDirect(BLOCK);
+        for (long b = 0; b < a.size() / BLOCK; b++) {
+            writeBlock(a, b, 1, buf);
+            generation[(int) b] = 1;
+        }
+        return a;
+    }
+
+    static MemoryBlockDevice addSpare(Raid5Array a, List<MemoryBlockDevice> members) throws IOException {
+        MemoryBlockDevice spare = device("m" + members.size());
+        members.add(spare);
+        a.addSpare(spare);
+        return spare;
+    }
+
+    @Test
+    void growsThreeToFourToFiveUnderAVerifyingLoad() throws Exception {
+        List<MemoryBlockDevice> members = new ArrayList<>();
+        int[] generation = new int[(int) (ROWS * 4L * CHUNK / BLOCK)];
+        try (Raid5Array a = filled(members, 3, generation)) {
+            for (int target = 4; target <= 5; target++) {
+                addSpare(a, members);
+                int count = target;
+                reshapeUnderVerifyingLoad(a, members, generation, target, CHUNK, x -> x.setRaidDevices(count));
             }
         }
         try (Raid5Array again = Raid5Assembler.assemble(members, List.of(), Raid5Options.defaults())) {
             assertEquals(5, again.memberCount());
             assertTrue(again.wasCleanAtOpen());
+        }
+    }
+
+    @Test
+    void changesTheChunkUpAndDownUnderAVerifyingLoad() throws Exception {
+        List<MemoryBlockDevice> members = new ArrayList<>();
+        int[] generation = new int[(int) (ROWS * 4L * CHUNK / BLOCK)];
+        try (Raid5Array a = filled(members, 4, generation)) {
+            reshapeUnderVerifyingLoad(a, members, generation, 4, 2 * CHUNK, x -> x.setChunkSize(2 * CHUNK));
+            reshapeUnderVerifyingLoad(a, members, generation, 4, CHUNK / 2, x -> x.setChunkSize(CHUNK / 2));
+        }
+        try (Raid5Array again = Raid5Assembler.assemble(members, List.of(), Raid5Options.defaults())) {
+            assertEquals(CHUNK / 2, again.chunkBytes());
+            assertTrue(again.wasCleanAtOpen());
+        }
+    }
+
+    @Test
+    void growsByAMemberAndChangesTheChunkAtOnce() throws Exception {
+        List<MemoryBlockDevice> members = new ArrayList<>();
+        int[] generation = new int[(int) (ROWS * 4L * CHUNK / BLOCK)];
+        try (Raid5Array a = filled(members, 3, generation)) {
+            addSpare(a, members);
+            reshapeUnderVerifyingLoad(a, members, generation, 4, 2 * CHUNK, x -> x.reshape(4, 2 * CHUNK));
+        }
+        try (Raid5Array again = Raid5Assembler.assemble(members, List.of(), Raid5Options.defaults())) {
+            assertEquals(4, again.memberCount());
+            assertEquals(2 * CHUNK, again.chunkBytes());
         }
     }
 
@@ -210,6 +269,25 @@ class ReshapeTest {
             a.addSpare(small.get(3));
             IllegalStateException room = assertThrows(IllegalStateException.class, () -> a.setRaidDevices(4));
             assertTrue(room.getMessage().contains("data offset"), room.getMessage());
+        }
+    }
+
+    @Test
+    void refusesAChunkItCannotTake() throws Exception {
+        List<MemoryBlockDevice> members = new ArrayList<>(List.of(device("m0"), device("m1"), device("m2")));
+        try (Raid5Array a = create(members)) {
+            // 24 rows of 64 KiB: 1.5 MiB per member, which 1 MiB chunks do not divide
+            IllegalArgumentException divide = assertThrows(IllegalArgumentException.class,
+                    () -> a.setChunkSize(1 << 20));
+            assertTrue(divide.getMessage().contains("does not divide the member size"), divide.getMessage());
+            IllegalArgumentException power = assertThrows(IllegalArgumentException.class,
+                    () -> a.setChunkSize(96 * 1024));
+            assertTrue(power.getMessage().contains("power of two"), power.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> a.setChunkSize(2048));
+            assertEquals(CHUNK, a.chunkBytes());
+            assertEquals("idle", a.syncAction());
+            a.setChunkSize(CHUNK);   // the chunk it has: nothing to do
+            assertEquals("idle", a.syncAction());
         }
     }
 
@@ -273,12 +351,13 @@ class ReshapeTest {
     }
 
     /**
-     * Grows a 3-member array holding generation {@code seed} to 4 and "crashes" after {@code budget} member
-     * writes of the reshape: later writes fail, and the array is abandoned. Returns the members' memory; with
-     * {@code writesMade} set to how many writes the reshape made before the crash (or in all).
+     * Reshapes a 3-member array (with one spare) holding generation {@code seed} as {@code start} says and
+     * "crashes" after {@code budget} member writes of the reshape: later writes fail, and the array is abandoned.
+     * Returns the members' memory; with {@code writesMade} set to how many writes the reshape made before the
+     * crash (or in all).
      */
-    static List<MemoryBlockDevice> reshapeUntilCrash(long budget, int seed, AtomicLong writesMade, Writes writes)
-            throws Exception {
+    static List<MemoryBlockDevice> reshapeUntilCrash(long budget, int seed, AtomicLong writesMade, Writes writes,
+                                                     ReshapeStart start) throws Exception {
         AtomicLong writesLeft = new AtomicLong(Long.MAX_VALUE);
         List<MemoryBlockDevice> memory = new ArrayList<>();
         List<BlockDevice> crashing = new ArrayList<>();
@@ -295,7 +374,7 @@ class ReshapeTest {
         writesLeft.set(budget);
         Thread writer = new Thread(() -> writes.run(a, seed));
         try {
-            a.setRaidDevices(4);
+            start.start(a);
             writer.start();
             a.awaitReshape(60, TimeUnit.SECONDS);
         } catch (IOException | RuntimeException crashedEarly) {
@@ -362,23 +441,37 @@ class ReshapeTest {
     }
 
     @Test
-    void aCrashAtAnyPointResumesAndLosesNothing() throws Exception {
+    void aCrashAtAnyPointOfAGrowResumesAndLosesNothing() throws Exception {
+        crashAtRandomPoints(40, 4, CHUNK, a -> a.setRaidDevices(4));
+    }
+
+    @Test
+    void aCrashAtAnyPointOfAChunkChangeResumesAndLosesNothing() throws Exception {
+        crashAtRandomPoints(20, 3, 2 * CHUNK, a -> a.setChunkSize(2 * CHUNK));
+        crashAtRandomPoints(20, 3, CHUNK / 2, a -> a.setChunkSize(CHUNK / 2));
+    }
+
+    /**
+     * Crashes the reshape {@code start} begins after a random number of member writes, {@code seeds} times (odd
+     * seeds write while it runs), reassembles, lets it finish and checks every block and the parity of every row.
+     */
+    static void crashAtRandomPoints(int seeds, int members, int chunk, ReshapeStart start) throws Exception {
         AtomicLong made = new AtomicLong();
         Writes none = new Writes(7);
         none.stop = true;
-        reshapeUntilCrash(Long.MAX_VALUE / 2, 7, made, none);
+        reshapeUntilCrash(Long.MAX_VALUE / 2, 7, made, none, start);
         long total = made.get();
         assertTrue(total > 20, "the reshape wrote " + total + " times");
         long oldBlocks = 2L * ROWS * CHUNK / BLOCK;
         Random rnd = new Random(42);
-        for (int seed = 0; seed < 40; seed++) {
+        for (int seed = 0; seed < seeds; seed++) {
             long budget = 1 + (long) (rnd.nextDouble() * total);
             Writes writes = new Writes(seed);
             writes.stop = seed % 2 == 0;   // odd seeds write while the reshape runs
-            List<MemoryBlockDevice> memory = reshapeUntilCrash(budget, seed, made, writes);
+            List<MemoryBlockDevice> memory = reshapeUntilCrash(budget, seed, made, writes, start);
             try (Raid5Array a = Raid5Assembler.assemble(memory, List.of(), Raid5Options.defaults())) {
                 assertTrue(a.awaitReshape(60, TimeUnit.SECONDS), "seed " + seed);
-                boolean grew = a.memberCount() == 4;
+                boolean reshaped = a.memberCount() == members && a.chunkBytes() == chunk;
                 ByteBuffer buf = ByteBuffer.allocateDirect(BLOCK);
                 ByteBuffer expected = ByteBuffer.allocateDirect(BLOCK);
                 for (long b = 0; b < oldBlocks; b++) {
@@ -386,7 +479,7 @@ class ReshapeTest {
                 }
                 assertTrue(a.awaitSyncIdle(60, TimeUnit.SECONDS));
                 a.flush();
-                assertParityConsistent(grew ? memory : memory.subList(0, 3));
+                assertParityConsistent(memory.subList(0, reshaped ? members : 3));
             } catch (AssertionError | RuntimeException | IOException e) {
                 throw new AssertionError("seed " + seed + ", crash after " + budget + " of " + total + " writes", e);
             }
