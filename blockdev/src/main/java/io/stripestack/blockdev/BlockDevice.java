@@ -33,8 +33,25 @@ public interface BlockDevice extends Closeable {
     /** A short name for logs and statistics, e.g. {@code md0}, {@code crypt0}, {@code /data/m0.img}. */
     String name();
 
-    /** Size in bytes, a multiple of {@link #logicalBlockSize()}. */
+    /**
+     * Size in bytes, a multiple of {@link #logicalBlockSize()}. It may grow at run time (an array reshaped onto
+     * more members), never shrink; a layer above that derives its size from it learns of the change through
+     * {@link #resized()}.
+     */
     long size();
+
+    /**
+     * A device below grew: re-reads the size of the chain below and returns this device's size afterwards. A
+     * layer that keeps its size in a field (the crypto layer, readahead) overrides it to recompute the field after
+     * the layers below did theirs; the others' size already follows the device below.
+     */
+    default long resized() {
+        BlockDevice b = below();
+        if (b != null) {
+            b.resized();
+        }
+        return size();
+    }
 
     /** 512 or 4096. */
     int logicalBlockSize();

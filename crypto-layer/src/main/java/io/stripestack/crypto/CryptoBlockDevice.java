@@ -31,7 +31,8 @@ import org.slf4j.LoggerFactory;
  * leaves the caller's buffer with undefined contents. Offsets and lengths must be multiples of the crypto
  * sector size ({@link IllegalArgumentException} naming it otherwise).
  *
- * <p>Threads: thread-safe as the {@link BlockDevice} contract requires. Immutable configuration; the cipher
+ * <p>Threads: thread-safe as the {@link BlockDevice} contract requires. Immutable configuration but the size
+ * (volatile, grown under this object's monitor by {@link #resized}, the thread that learns the array grew); the cipher
  * keeps per-thread ciphers, this class per-thread write buffers (ThreadLocal, used by the owning thread
  * only); counters are LongAdders. {@link #close()} must come after I/O has drained.
  *
@@ -51,7 +52,8 @@ public final class CryptoBlockDevice extends MeteredBlockDevice {
     private final long offsetSectors;
     private final long skipSectors;
     private final long payloadStart;
-    private final long size;
+    /** Grows when the device below did ({@link #resized}); the payload keeps its start, like cryptsetup resize. */
+    private volatile long size;
     private final int sectorSize;
     private final boolean allowDiscards;
     private final Geometry geometry;
@@ -200,6 +202,22 @@ public final class CryptoBlockDevice extends MeteredBlockDevice {
 
     @Override
     public long size() {
+        return size;
+    }
+
+    /**
+     * The device below grew: the payload now reaches to its new end (what {@code cryptsetup resize} does for a plain
+     * or LUKS volume whose data segment is "dynamic"). Sectors keep their numbers and IVs, so nothing is re-encrypted.
+     */
+    @Override
+    public long resized() {
+        long usable = below.resized() - payloadStart;
+        long grown = usable - usable % sectorSize;
+        synchronized (this) {
+            if (grown > size) {
+                size = grown;
+            }
+        }
         return size;
     }
 

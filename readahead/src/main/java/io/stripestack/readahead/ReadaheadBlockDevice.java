@@ -55,7 +55,8 @@ import org.slf4j.LoggerFactory;
  * Flush passes through: this layer holds no written data.
  *
  * <p>Concurrency: one {@link ReentrantLock} per device guards the stream table, the segment table, the
- * state of every segment the device holds and the bytes of READY segments. Hits copy under it (one
+ * state of every segment the device holds, the bytes of READY segments and changes of the size (volatile,
+ * grown by {@link #resized}; the range checks read it without the lock). Hits copy under it (one
  * memcpy of the request, microseconds, far below a network round trip), which makes dropping a segment
  * atomic with respect to every hit. I/O below (misses, prefetch reads, writes) runs without it. Prefetch
  * reads run on this device's own executor of {@code prefetchThreads} daemon threads named
@@ -85,7 +86,8 @@ public final class ReadaheadBlockDevice extends MeteredBlockDevice {
     private final ReadaheadBudget budget;
     private final String name;
     private final int segmentBytes;
-    private final long size;
+    /** Written under {@link #lock} when the device below grew; read without it by the range checks. */
+    private volatile long size;
     private final LongAdder hits;
     private final LongAdder hitBytes;
     private final LongAdder misses;
@@ -233,6 +235,22 @@ public final class ReadaheadBlockDevice extends MeteredBlockDevice {
 
     @Override
     public long size() {
+        return size;
+    }
+
+    /** The device below grew: the new end is readable and the streams' windows may reach it. */
+    @Override
+    public long resized() {
+        long grown = below.resized();
+        lock.lock();
+        try {
+            if (grown > size) {
+                size = grown;
+                streams.resized(grown);
+            }
+        } finally {
+            lock.unlock();
+        }
         return size;
     }
 

@@ -34,7 +34,7 @@ final class StreamDetector {
         void abandon(long from, long to);
     }
 
-    private final long size;
+    private long size;
     private final int segmentBytes;
     /** The most segments one prefetch read spans. */
     private final int maxRunSegments;
@@ -53,6 +53,11 @@ final class StreamDetector {
         for (int i = 0; i < streams.length; i++) {
             streams[i] = new Stream();
         }
+    }
+
+    /** The device grew: windows may reach up to its new end. */
+    void resized(long newSize) {
+        size = newSize;
     }
 
     /** Forgets every stream (the limit changed); the device drops what they had prefetched itself. */

@@ -13,7 +13,9 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p>Concurrency: {@link #execute} runs on many worker threads at once; the device is thread-safe.
  * <ul>
- *   <li>Identity, geometry and INQUIRY pages are fixed at construction (final fields).</li>
+ *   <li>Identity, geometry and INQUIRY pages are fixed at construction (final fields), except the block count:
+ *       volatile, grown under this object's monitor by {@link #capacityChanged} (the thread that learns the array
+ *       grew), read once by each command that checks a range.</li>
  *   <li>The read-only flag: volatile, set by the administration thread, read once by each command that checks it.</li>
  *   <li>Removal at run time: a volatile detached flag and a LongAdder of the commands inside {@link #execute}; the
  *       administration sets the flag, then waits for the count to reach zero before the device is closed.</li>
@@ -49,7 +51,8 @@ public final class LogicalUnit {
     /** Set at construction and by the administration ({@link #setReadOnly}); read once per writing command. */
     private volatile boolean readOnly;
     private final int blockSize;
-    private final long blockCount;
+    /** Grows when the device below did ({@link #capacityChanged}); read once per command that needs it. */
+    private volatile long blockCount;
     private final int granularityBlocks;
     private final int optimalBlocks;
     private final int maxTransferBlocks;
@@ -163,6 +166,24 @@ public final class LogicalUnit {
 
     long blockCount() {
         return blockCount;
+    }
+
+    /**
+     * The device below grew (an array reshaped onto more members): the unit takes the new size and every I_T nexus
+     * gets CAPACITY DATA HAS CHANGED, so initiators read the capacity again (Linux's sd rescans on it).
+     *
+     * @return the new number of logical blocks
+     */
+    public long capacityChanged() {
+        long blocks = device.resized() / blockSize;
+        synchronized (this) {
+            if (blocks <= blockCount) {
+                return blockCount;
+            }
+            blockCount = blocks;
+        }
+        unitAttentions.raiseForOthers(null, UnitAttentions.CAPACITY_DATA_CHANGED);
+        return blocks;
     }
 
     int physicalBlockExponent() {

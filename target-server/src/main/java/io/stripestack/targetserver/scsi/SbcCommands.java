@@ -44,7 +44,6 @@ final class SbcCommands {
     private final BlockDevice device;
     private final boolean readOnly;
     private final int blockSize;
-    private final long blockCount;
     private final int maxTransferBlocks;
     private final int physicalBlockExponent;
     private final int lowestAlignedLba;
@@ -58,7 +57,6 @@ final class SbcCommands {
         this.device = unit.device();
         this.readOnly = unit.readOnly();
         this.blockSize = unit.blockSize();
-        this.blockCount = unit.blockCount();
         this.maxTransferBlocks = unit.maxTransferBlocks();
         this.physicalBlockExponent = unit.physicalBlockExponent();
         this.lowestAlignedLba = unit.lowestAlignedLba();
@@ -74,7 +72,7 @@ final class SbcCommands {
             throw SenseException.invalidFieldInCdb(2, -1); // LOGICAL BLOCK ADDRESS must be 0 unless PMI
         }
         byte[] d = new byte[8];
-        long lastLba = blockCount - 1;
+        long lastLba = unit.blockCount() - 1;
         Cdb.put32(d, 0, Math.min(lastLba, 0xFFFFFFFFL)); // 0xFFFFFFFF: use READ CAPACITY(16)
         Cdb.put32(d, 4, blockSize);
         CommandData.respond(cmd, d, d.length);
@@ -83,7 +81,7 @@ final class SbcCommands {
 
     void readCapacity16(ScsiCommand cmd, byte[] cdb) {
         byte[] d = new byte[32];
-        Cdb.put64(d, 0, blockCount - 1);
+        Cdb.put64(d, 0, unit.blockCount() - 1);
         Cdb.put32(d, 8, blockSize);
         d[13] = (byte) physicalBlockExponent;
         int lbp = offersUnmap ? 0x80 | (device.discardZeroes() ? 0x40 : 0) : 0; // LBPME, LBPRZ
@@ -266,7 +264,7 @@ final class SbcCommands {
         // WSNZ=0: NUMBER OF LOGICAL BLOCKS 0 means every block from the LBA to the end of the medium. Only the
         // one block of Data-Out moves, so the limit is MAXIMUM WRITE SAME LENGTH, not MAXIMUM TRANSFER LENGTH.
         if (blocks == 0) {
-            blocks = blockCount - lba;
+            blocks = unit.blockCount() - lba;
         }
         if (blocks > LogicalUnit.MAX_WRITE_SAME_BLOCKS) {
             throw SenseException.invalidFieldInCdb(lengthByte, -1);
@@ -380,6 +378,7 @@ final class SbcCommands {
     void getLbaStatus(ScsiCommand cmd, byte[] cdb) {
         long lba = Cdb.u64(cdb, 2);
         int allocation = (int) Math.min(Cdb.u32(cdb, 10), Integer.MAX_VALUE);
+        long blockCount = unit.blockCount();
         if (lba < 0 || lba >= blockCount) {
             throw SenseException.lbaOutOfRange();
         }
@@ -511,6 +510,7 @@ final class SbcCommands {
 
     /** LBA OUT OF RANGE unless {@code [lba, lba + blocks)} lies inside the medium (LBAs are unsigned). */
     private void checkRange(long lba, long blocks) {
+        long blockCount = unit.blockCount();
         if (lba < 0 || blocks < 0 || blocks > blockCount || lba > blockCount - blocks) {
             throw SenseException.lbaOutOfRange();
         }

@@ -23,6 +23,8 @@ final class UnitAttentions {
     static final int RESERVATIONS_RELEASED = 0x2A04;
     /** REGISTRATIONS PREEMPTED. */
     static final int REGISTRATIONS_PREEMPTED = 0x2A05;
+    /** CAPACITY DATA HAS CHANGED (the medium grew at run time). */
+    static final int CAPACITY_DATA_CHANGED = 0x2A09;
 
     /** REPORTED LUNS DATA HAS CHANGED (the target's LUN inventory changed at run time). */
     static final int REPORTED_LUNS_DATA_CHANGED = 0x3F0E;

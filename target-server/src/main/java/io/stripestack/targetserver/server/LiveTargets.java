@@ -111,6 +111,23 @@ final class LiveTargets implements AutoCloseable {
         targets.put(tc.iqn(), target);
     }
 
+    /**
+     * {@code array} grew (a reshape finished; called on its reshape thread): every LUN over it takes the new size,
+     * its crypto and readahead layers included, and its initiators get CAPACITY DATA HAS CHANGED.
+     */
+    synchronized void arrayGrew(Raid5Array array) {
+        for (LiveTarget target : targets.values()) {
+            for (LunStack stack : target.stacks.values()) {
+                LogicalUnit unit = stack.array() == array ? target.scsi.logicalUnit(stack.config().lun()) : null;
+                if (unit != null) {
+                    long blocks = unit.capacityChanged();
+                    log.info("{}: {} grew; the LUN has {} blocks of {} bytes now", stack.controlPath(), array.name(),
+                            blocks, stack.top().logicalBlockSize());
+                }
+            }
+        }
+    }
+
     synchronized List<IscsiTargetDefinition> definitions() {
         return targets.values().stream().map(t -> t.definition).toList();
     }

@@ -137,6 +137,9 @@ public final class StripestackServer implements Closeable {
         for (TargetConfig tc : config.targets()) {
             liveTargets.addAtStart(tc);
         }
+        for (Raid5Array array : arrays.values()) {
+            array.addCapacityListener(size -> liveTargets.arrayGrew(array));
+        }
         iscsi = new IscsiServer(settings(config.server()), liveTargets.definitions(), ioWorkers);
         iscsi.start();
         liveTargets.attach(iscsi);
@@ -207,7 +210,14 @@ public final class StripestackServer implements Closeable {
                 throw new IllegalStateException(name + ": " + e.getMessage(), e);
             }
         }, 3, 64));
-        registry.register(name + "/chunk_size", ControlAttribute.readOnly(() -> Integer.toString(array.chunkBytes())));
+        // writing it (bytes, like md's) reshapes the array to that chunk size
+        registry.register(name + "/chunk_size", ControlAttribute.ofInt(array::chunkBytes, bytes -> {
+            try {
+                array.setChunkSize(bytes);
+            } catch (IOException e) {
+                throw new IllegalStateException(name + ": " + e.getMessage(), e);
+            }
+        }, 4096, 1 << 30));
         registry.register(name + "/layout", ControlAttribute.readOnly(() -> array.layout().toString()));
         registry.register(name + "/uuid", ControlAttribute.readOnly(array::uuid));
         registry.register(name + "/stripe_cache_size", ControlAttribute.ofInt(array::stripeCacheSize,
