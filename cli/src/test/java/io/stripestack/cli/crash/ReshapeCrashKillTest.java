@@ -26,14 +26,15 @@ import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * A grow from 3 to 4 members (md's reshape) started through the admin socket under an iSCSI write load, and the
- * server process killed with SIGKILL at a random moment of it; the restart on the same files resumes the reshape
- * from the checkpoint in the superblocks, and afterwards every block reads back as one of the generations
- * acknowledged or in flight for it (synced ones intact, and, since only the process died, unsynced acknowledged
- * ones too), the array has 4 members, and every row's parity is consistent on the member files. Needs only java.
+ * A reshape (md's grow from 3 to 4 members, or a chunk change from 64 to 128 KiB) started through the admin socket
+ * under an iSCSI write load, and the server process killed with SIGKILL at a random moment of it; the restart on the
+ * same files resumes the reshape from the checkpoint in the superblocks, and afterwards every block reads back as
+ * one of the generations acknowledged or in flight for it (synced ones intact, and, since only the process died,
+ * unsynced acknowledged ones too), the array has its new shape, and every row's parity is consistent on the member
+ * files. Needs only java.
  */
 class ReshapeCrashKillTest {
     private static final String IQN = "iqn.2026-11.io.stripestack:reshape-crash";
@@ -44,8 +45,9 @@ class ReshapeCrashKillTest {
     Path dir;
 
     @ParameterizedTest
-    @ValueSource(longs = {21, 22, 23})
-    void aReshapeKilledAnywhereResumesAndLosesNothing(long seed) throws Exception {
+    @CsvSource({"21, raid_disks, 4", "22, raid_disks, 4", "23, raid_disks, 4", "24, chunk_size, 131072",
+            "25, chunk_size, 131072", "26, chunk_size, 131072"})
+    void aReshapeKilledAnywhereResumesAndLosesNothing(long seed, String attribute, String value) throws Exception {
         int port = CrashHarness.freePort();
         Path config = dir.resolve("reshape.yaml");
         Files.writeString(config, """
@@ -95,10 +97,10 @@ class ReshapeCrashKillTest {
                 Thread.sleep(50);
             }
             assertTrue(runner.stats().syncs() >= 3, "the load never got going: " + soakLog);
-            // about 1 MB/s: the grow of 18 MiB of data takes many seconds, the kill lands inside it
+            // about 1 MB/s: moving 16 to 18 MiB of data takes many seconds, the kill lands inside it
             AdminServer.request(socket, "set md0/sync_speed_max 1000");
             AdminServer.request(socket, "set md0/sync_speed_min 500");
-            AdminServer.request(socket, "set md0/raid_disks 4");
+            AdminServer.request(socket, "set md0/" + attribute + " " + value);
             Thread.sleep(300 + random.nextInt(2500));
             first.destroyForcibly();
             assertTrue(first.waitFor(10, TimeUnit.SECONDS));
@@ -118,7 +120,7 @@ class ReshapeCrashKillTest {
         try {
             CrashHarness.awaitLog(dir.resolve("server-2.log"), "reshape done", 120);
             awaitIdle(socket);
-            assertEquals("4", AdminServer.request(socket, "get md0/raid_disks").trim());
+            assertEquals(value, AdminServer.request(socket, "get md0/" + attribute).trim());
             try (SoakDevice device = SoakDevice.of(IscsiInitiator.login(url, InitiatorOptions.defaults()))) {
                 assertEquals(0, runner.verifyAll(device, durable), "synced writes after the resumed reshape:\n" + soakLog);
                 assertEquals(0, runner.verifyAll(device, null), "acknowledged writes after the resumed reshape:\n"
@@ -130,13 +132,15 @@ class ReshapeCrashKillTest {
             second.destroyForcibly();
         }
 
-        // 3. the members on their own: four of them, parity consistent in every row
-        assertEquals(0, featureMap(members.get(3)) & FEATURE_RESHAPE_ACTIVE, "the reshape is recorded as done");
-        ParityScan scan = ParityScan.of(members);
+        // 3. the active members on their own (the spare too after a grow), parity consistent in every row
+        List<Path> active = attribute.equals("raid_disks") ? members : members.subList(0, 3);
+        assertEquals(0, featureMap(active.get(active.size() - 1)) & FEATURE_RESHAPE_ACTIVE,
+                "the reshape is recorded as done");
+        ParityScan scan = ParityScan.of(active);
         assertTrue(scan.writtenRows().size() > 10, "rows with data: " + scan.writtenRows());
         assertEquals(java.util.Set.of(), scan.mismatchedRows(), "rows whose parity does not match after the reshape");
-        System.out.printf("reshape crash test (seed %d): %d rows with data on 4 members, parity consistent%n", seed,
-                scan.writtenRows().size());
+        System.out.printf("reshape crash test (seed %d, %s %s): %d rows with data on %d members, parity consistent%n",
+                seed, attribute, value, scan.writtenRows().size(), active.size());
     }
 
     /** Waits until no sync action (the reshape, the resync after it) runs; the admin socket comes up after the arrays. */
