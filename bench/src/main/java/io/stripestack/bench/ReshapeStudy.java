@@ -21,7 +21,8 @@ import java.util.concurrent.TimeUnit;
  * one member to read its old data and write its new data sequentially. Measured in the same run: the
  * members' sequential rates (one member file, paced like the array's when --member-mbps is given), the grow
  * of a filled array from n to n+1 members, and the latency of 4 KiB random reads of the array, idle and
- * while the reshape runs.
+ * while the reshape runs; then the grown array's chunk is halved (a reshape with the same members), rated the
+ * same way.
  */
 final class ReshapeStudy implements Study {
     /** Latency probes per measurement: one request at a time, so each is one request's latency. */
@@ -36,7 +37,8 @@ final class ReshapeStudy implements Study {
 
     @Override
     public String title() {
-        return "Growing an array by one member (reshape): speed vs the members' sequential rate, and read latency";
+        return "Growing an array by one member and changing its chunk (reshape): speed vs the members' sequential rate,"
+                + " and read latency";
     }
 
     @Override
@@ -47,6 +49,9 @@ final class ReshapeStudy implements Study {
         Stat[] member = memberRates(bench, s, chunk);
         double[] reshapeMbps = new double[s.repeat()];
         double[] ideal = new double[s.repeat()];
+        double[] rechunkMbps = new double[s.repeat()];
+        double[] rechunkIdeal = new double[s.repeat()];
+        int newChunk = chunk / 2;
         long[] idle = new long[s.repeat() * LATENCY_READS];
         long[] during = new long[s.repeat() * LATENCY_READS];
         int duringCount = 0;
@@ -87,6 +92,22 @@ final class ReshapeStudy implements Study {
                     double leastSeconds = arrayBytes / (double) (n - 1) / (member[0].median() * 1e6)
                             + arrayBytes / (double) n / (member[1].median() * 1e6);
                     ideal[round] = leastSeconds / (nanos / 1e9);
+
+                    // then the grown array changes its chunk: the n + 1 members each read and write their share
+                    long grownBytes = raid.size();
+                    start = System.nanoTime();
+                    raid.setChunkSize(newChunk);
+                    if (!raid.awaitSyncIdle(1, TimeUnit.HOURS)) {
+                        throw new IOException("the chunk change did not finish within an hour");
+                    }
+                    nanos = System.nanoTime() - start;
+                    if (raid.chunkBytes() != newChunk) {
+                        throw new IOException("the chunk change ended with " + raid.chunkBytes() + "-byte chunks");
+                    }
+                    rechunkMbps[round] = grownBytes / 1e6 / (nanos / 1e9);
+                    double share = grownBytes / (double) n;
+                    rechunkIdeal[round] = (share / (member[0].median() * 1e6) + share / (member[1].median() * 1e6))
+                            / (nanos / 1e9);
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                     throw new IOException("interrupted while the reshape ran", e);
@@ -111,16 +132,23 @@ final class ReshapeStudy implements Study {
         table.add("member sequential write", member[1], Stat.NONE, Double.NaN, Double.NaN, Double.NaN);
         table.add("array idle", Stat.NONE, Stat.NONE, idleUs[0], idleUs[1], idle.length);
         table.add("reshape " + n + " -> " + (n + 1), reshape, vsIdeal, duringUs[0], duringUs[1], duringCount);
+        Stat rechunk = Stat.of(rechunkMbps);
+        table.add("chunk " + Sizes.format(chunk) + " -> " + Sizes.format(newChunk) + " on " + (n + 1), rechunk,
+                Stat.of(rechunkIdeal), Double.NaN, Double.NaN, Double.NaN);
         BarChart chart = new BarChart("Reshape vs member sequential rates", "MB/s (median, whiskers min..max)",
-                List.of("member read", "member write", "reshape (array bytes)"), List.of("MB/s"));
+                List.of("member read", "member write", "grow (array bytes)", "chunk change (array bytes)"),
+                List.of("MB/s"));
         chart.set(0, 0, member[0]);
         chart.set(0, 1, member[1]);
         chart.set(0, 2, reshape);
+        chart.set(0, 3, rechunk);
         List<String> notes = List.of(
                 "least time = one member's old data at its sequential read rate + its new data at its sequential write"
                         + " rate (members move in parallel; md reads and writes every byte once); 1.00 would be that bound",
                 "reshape MB/s = the array's data bytes / the time from the start of the grow to its end; sync_speed_max"
                         + " raised so the throttle does not decide it",
+                "chunk change: the grown array's chunk halved (a reshape with the same members); least time = each"
+                        + " member's share read and written once at its sequential rates",
                 "4K read latency: one random read at a time on the array, before the grow and while it runs (the"
                         + " reads while it runs stop when it ends)");
         return new Result(table, chart, notes);

@@ -206,13 +206,16 @@ class BenchCommandTest {
         runStudy("reshape");
         List<String[]> rows = csvRows("reshape", "what,mbps,mbps_min,mbps_max,vs_least_time,vs_least_time_min,"
                 + "vs_least_time_max,read_p50_us,read_p99_us,reads");
-        assertEquals(4, rows.size());
+        assertEquals(5, rows.size());
         assertPositive(find1(rows, "member sequential read"), 1);
         assertPositive(find1(rows, "member sequential write"), 1);
         assertPositive(find1(rows, "array idle"), 7, 8, 9);
         String[] grow = find1(rows, "reshape 4 -> 5");
         assertPositive(grow, 1, 4);
-        assertEquals(3, bars("reshape"));
+        String[] rechunk = rows.stream().filter(r -> r[0].startsWith("chunk ") && r[0].endsWith(" on 5")).findFirst()
+                .orElseThrow(() -> new AssertionError("no chunk change row"));
+        assertPositive(rechunk, 1, 4);
+        assertEquals(4, bars("reshape"));
     }
 
     private static String[] find1(List<String[]> rows, String first) {
