@@ -52,8 +52,13 @@ final class Bench implements AutoCloseable {
     /** {@link #createRaid5(String, List, int)} with the given options (e.g. a consistency policy). */
     Raid5Array createRaid5(String name, List<BlockDevice> members, int chunkBytes, Raid5Options options)
             throws IOException {
-        Raid5Config config = new Raid5Config(name, chunkBytes, Raid5Layout.LEFT_SYMMETRIC,
-                Raid5Config.DEFAULT_DATA_OFFSET_SECTORS);
+        return createRaid5(name, members, chunkBytes, Raid5Config.DEFAULT_DATA_OFFSET_SECTORS, options);
+    }
+
+    /** {@link #createRaid5(String, List, int, Raid5Options)} with the data offset in sectors. */
+    Raid5Array createRaid5(String name, List<BlockDevice> members, int chunkBytes, long dataOffsetSectors,
+                           Raid5Options options) throws IOException {
+        Raid5Config config = new Raid5Config(name, chunkBytes, Raid5Layout.LEFT_SYMMETRIC, dataOffsetSectors);
         try {
             return Raid5Array.create(members, config, options, true);
         } catch (IOException | RuntimeException e) {

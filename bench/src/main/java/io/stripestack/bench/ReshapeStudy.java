@@ -29,6 +29,11 @@ final class ReshapeStudy implements Study {
     private static final int LATENCY_READS = 2000;
     /** The reshape moves as fast as it can here: md's sync_speed_max in KiB/s. */
     private static final int UNTHROTTLED_KIB_PER_SECOND = 100_000_000;
+    /**
+     * 2 MiB: each reshape moves the data offset down by half the free chunks (of the larger chunk involved), so the
+     * default 1 MiB leaves a 512 KiB array no room for a second reshape; mdadm gives members of this size more.
+     */
+    private static final long DATA_OFFSET_SECTORS = 4096;
 
     @Override
     public String name() {
@@ -63,7 +68,7 @@ final class ReshapeStudy implements Study {
                 BlockDevice spare = devices.remove(n);
                 Raid5Array created;
                 try {
-                    created = bench.createRaid5("reshape", devices, chunk,
+                    created = bench.createRaid5("reshape", devices, chunk, DATA_OFFSET_SECTORS,
                             Raid5Options.defaults().withConsistencyPolicy(ConsistencyPolicy.RESYNC));
                     created.addSpare(spare);
                 } catch (IOException | RuntimeException e) {

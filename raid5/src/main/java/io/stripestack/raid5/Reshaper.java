@@ -173,7 +173,7 @@ final class Reshaper {
             throw new IllegalStateException(name + ": data offset " + template.dataOffsetSectors + " sectors leaves no "
                     + "chunk of " + moveSectors + " sectors free after the superblock to move the data "
                     + "down into (md would need a backup file, which stripestack does not support); an array needs a "
-                    + "larger data offset (the default is 2048 sectors) to grow");
+                    + "larger data offset (the default is 2048 sectors) to reshape");
         }
         if (members.failed || members.failedRole >= 0) {
             throw new IllegalStateException(name + ": is degraded (member " + members.failedRole

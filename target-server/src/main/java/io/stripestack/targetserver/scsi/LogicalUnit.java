@@ -170,7 +170,7 @@ public final class LogicalUnit {
 
     /**
      * The device below grew (an array reshaped onto more members): the unit takes the new size and every I_T nexus
-     * gets CAPACITY DATA HAS CHANGED, so initiators read the capacity again (Linux's sd rescans on it).
+     * gets CAPACITY DATA HAS CHANGED, so initiators know to read the capacity again.
      *
      * @return the new number of logical blocks
      */

@@ -3,6 +3,7 @@ package io.stripestack.targetserver.server;
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.IoStats;
 import io.stripestack.raid5.Raid5Array;
+import io.stripestack.raid5.SyncProgress;
 import io.stripestack.targetserver.iscsi.BufferStats;
 import io.stripestack.targetserver.iscsi.DataInStats;
 import io.stripestack.targetserver.iscsi.WriteBufferStats;
@@ -141,6 +142,32 @@ final class StatusReport {
         for (Map.Entry<String, Raid5Array> e : arrays.entrySet()) {
             out.append("stripestack_array_degraded{array=\"").append(e.getKey()).append("\"} ")
                     .append(e.getValue().status().health().ordinal()).append('\n');
+        }
+        out.append("# TYPE stripestack_array_shape gauge\n");
+        for (Map.Entry<String, Raid5Array> e : arrays.entrySet()) {
+            Raid5Array array = e.getValue();
+            String label = "{array=\"" + e.getKey() + "\",";
+            out.append("stripestack_array_shape").append(label).append("what=\"raid_disks\"} ")
+                    .append(array.raidDevices()).append('\n');
+            out.append("stripestack_array_shape").append(label).append("what=\"chunk_bytes\"} ")
+                    .append(array.chunkBytes()).append('\n');
+            out.append("stripestack_array_shape").append(label).append("what=\"size_bytes\"} ")
+                    .append(array.size()).append('\n');
+        }
+        // md's sync_completed and sync_speed: the running action (resync, recover, check, repair, reshape) and how far
+        out.append("# TYPE stripestack_array_sync gauge\n");
+        for (Map.Entry<String, Raid5Array> e : arrays.entrySet()) {
+            SyncProgress p = e.getValue().syncProgress();
+            if (!p.running()) {
+                continue;
+            }
+            String label = "{array=\"" + e.getKey() + "\",action=\"" + p.action() + "\",";
+            out.append("stripestack_array_sync").append(label).append("what=\"completed_sectors\"} ")
+                    .append(p.doneSectors()).append('\n');
+            out.append("stripestack_array_sync").append(label).append("what=\"total_sectors\"} ")
+                    .append(p.totalSectors()).append('\n');
+            out.append("stripestack_array_sync").append(label).append("what=\"speed_kib_per_second\"} ")
+                    .append(p.speedKiBps()).append('\n');
         }
         if (buffers != null) {
             WriteBufferStats w = buffers.get().writes();
