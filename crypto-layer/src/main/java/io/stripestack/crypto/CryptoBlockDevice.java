@@ -54,6 +54,8 @@ public final class CryptoBlockDevice extends MeteredBlockDevice {
     private final long payloadStart;
     /** Grows when the device below did ({@link #resized}); the payload keeps its start, like cryptsetup resize. */
     private volatile long size;
+    /** The payload's fixed length, or -1 when it reaches to the end of the device below. */
+    private final long fixedPayloadBytes;
     private final int sectorSize;
     private final boolean allowDiscards;
     private final Geometry geometry;
@@ -75,6 +77,18 @@ public final class CryptoBlockDevice extends MeteredBlockDevice {
      */
     public CryptoBlockDevice(String name, BlockDevice below, SectorCipher cipher, long offsetSectors,
                              long skipSectors, boolean allowDiscards) {
+        this(name, below, cipher, offsetSectors, skipSectors, allowDiscards, -1);
+    }
+
+    /**
+     * A payload of fixed length (a LUKS2 data segment whose size is not "dynamic", or {@code cryptsetup --size}):
+     * the device is that long, never longer, also when the device below grows.
+     *
+     * @param payloadBytes the payload's length in bytes, a multiple of the sector size, or -1 for "to the end of
+     *                     the device below"
+     */
+    public CryptoBlockDevice(String name, BlockDevice below, SectorCipher cipher, long offsetSectors,
+                             long skipSectors, boolean allowDiscards, long payloadBytes) {
         super(name);
         this.name = name;
         this.below = below;
@@ -107,7 +121,17 @@ public final class CryptoBlockDevice extends MeteredBlockDevice {
             throw new IllegalArgumentException(name + ": payload offset " + offsetSectors + " sectors leaves no room on "
                     + below.name() + " of " + below.size() + " bytes");
         }
-        this.size = usable - usable % sectorSize;
+        if (payloadBytes >= 0 && (payloadBytes < sectorSize || payloadBytes % sectorSize != 0)) {
+            throw new IllegalArgumentException(name + ": a payload of " + payloadBytes + " bytes is not a positive "
+                    + "multiple of the " + sectorSize + "-byte sector");
+        }
+        if (payloadBytes > usable) {
+            throw new IllegalArgumentException(name + ": the payload of " + payloadBytes + " bytes at sector "
+                    + offsetSectors + " reaches past the end of " + below.name() + " (" + below.size() + " bytes); the "
+                    + "device is smaller than the volume was made for");
+        }
+        this.fixedPayloadBytes = payloadBytes;
+        this.size = payloadBytes >= 0 ? payloadBytes : usable - usable % sectorSize;
         Geometry belowGeometry = below.geometry();
         this.geometry = geometryAbove(belowGeometry, payloadStart, sectorSize);
         this.maxPiece = maxPiece(geometry.optimalIo());
@@ -207,11 +231,15 @@ public final class CryptoBlockDevice extends MeteredBlockDevice {
 
     /**
      * The device below grew: the payload now reaches to its new end (what {@code cryptsetup resize} does for a plain
-     * or LUKS volume whose data segment is "dynamic"). Sectors keep their numbers and IVs, so nothing is re-encrypted.
+     * or LUKS volume whose data segment is "dynamic"; a fixed-length payload keeps its length). Sectors keep their
+     * numbers and IVs, so nothing is re-encrypted.
      */
     @Override
     public long resized() {
         long usable = below.resized() - payloadStart;
+        if (fixedPayloadBytes >= 0) {
+            return size;   // a fixed-length payload stays as long as its header says
+        }
         long grown = usable - usable % sectorSize;
         synchronized (this) {
             if (grown > size) {

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.testkit.FaultInjectingBlockDevice;
+import io.stripestack.testkit.GrowableBlockDevice;
 import io.stripestack.blockdev.FileBlockDevice;
 import io.stripestack.blockdev.Geometry;
 import io.stripestack.blockdev.MemoryBlockDevice;
@@ -41,6 +42,40 @@ class CryptoBlockDeviceTest {
      * device reads back as the model, and the bytes below decrypt, with the documented offset/skip
      * arithmetic and an independent cipher, to the model too.
      */
+    /**
+     * When the device below grows, a payload that reaches to its end grows with it (cryptsetup resize) and keeps
+     * its sectors; a fixed-length payload (a LUKS2 segment with a size) stays as long as it is.
+     */
+    @Test
+    void aDynamicPayloadGrowsWithTheDeviceBelowAndAFixedOneDoesNot() throws Exception {
+        GrowableBlockDevice dynamicBelow = new GrowableBlockDevice("dyn", MIB, 4 * MIB);
+        GrowableBlockDevice fixedBelow = new GrowableBlockDevice("fixed", MIB, 4 * MIB);
+        try (CryptoBlockDevice dynamic = new CryptoBlockDevice("crypt-dyn", dynamicBelow,
+                     cipher("aes-xts-plain64", 64, 512, false, 3), 8, 0, false);
+             CryptoBlockDevice fixed = new CryptoBlockDevice("crypt-fixed", fixedBelow,
+                     cipher("aes-xts-plain64", 64, 512, false, 3), 8, 0, false, MIB / 2)) {
+            assertEquals(MIB - 8 * 512, dynamic.size());
+            assertEquals(MIB / 2, fixed.size());
+            ByteBuffer last = ByteBuffer.allocate(512);
+            new Random(9).nextBytes(last.array());
+            dynamic.write(dynamic.size() - 512, last.duplicate());
+            dynamicBelow.grow(3 * MIB);
+            fixedBelow.grow(3 * MIB);
+            assertEquals(3 * MIB - 8 * 512, dynamic.resized());
+            assertEquals(3 * MIB - 8 * 512, dynamic.size());
+            assertEquals(MIB / 2, fixed.resized());
+            ByteBuffer back = ByteBuffer.allocate(512);
+            dynamic.read(MIB - 8 * 512 - 512, back);
+            assertArrayEquals(last.array(), back.array(), "the old last sector keeps its IV after the growth");
+            dynamic.write(dynamic.size() - 512, last.duplicate());
+            assertThrows(IllegalArgumentException.class, () -> fixed.write(MIB / 2, ByteBuffer.allocate(512)));
+        }
+        IllegalArgumentException tooLong = assertThrows(IllegalArgumentException.class, () -> new CryptoBlockDevice(
+                "crypt-long", new MemoryBlockDevice("small", MIB, 512), cipher("aes-xts-plain64", 64, 512, false, 3),
+                8, 0, false, MIB));
+        assertTrue(tooLong.getMessage().contains("reaches past the end"), tooLong.getMessage());
+    }
+
     @Test
     void concurrentRandomIoOverFileRoundTrips() throws Exception {
         BlockDevice below = FileBlockDevice.create(dir.resolve("below.img"), 24L * MIB, 512);

@@ -230,7 +230,8 @@ public final class StackBuilder {
                             lun.lun(), volume.version(), volume.uuid(), volume.keyslot(), volume.cipherSpec(),
                             volume.payloadOffsetSectors(), !discards ? "not passed down"
                                     : "passed down (" + (c.allowDiscards() ? "allow_discards" : "the header's allow-discards flag") + ")");
-                    return new CryptoBlockDevice(name, below, cipher, volume.payloadOffsetSectors(), 0, discards);
+                    return new CryptoBlockDevice(name, below, cipher, volume.payloadOffsetSectors(), 0, discards,
+                            volume.payloadBytes());
                 }
             }
             int keyBytes = c.keyBits() / 8;

@@ -4,13 +4,12 @@ import static io.stripestack.targetserver.scsi.ScsiHarness.*;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import io.stripestack.blockdev.ForwardingBlockDevice;
-import io.stripestack.blockdev.MemoryBlockDevice;
 import io.stripestack.crypto.CryptSpec;
 import io.stripestack.crypto.CryptoBlockDevice;
 import io.stripestack.crypto.SectorCipher;
 import io.stripestack.readahead.ReadaheadBlockDevice;
 import io.stripestack.readahead.ReadaheadBudget;
+import io.stripestack.testkit.GrowableBlockDevice;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 
@@ -23,25 +22,6 @@ class ScsiCapacityGrowthTest {
     private static final int NEW_BYTES = 3 << 20;
     private static final long PAYLOAD_SECTORS = 16;
 
-    /** Memory of the grown size of which only a prefix is visible until {@link #grow}. */
-    static final class GrowingDevice extends ForwardingBlockDevice {
-        private volatile long visible;
-
-        GrowingDevice(long visible, int full) {
-            super(new MemoryBlockDevice("grows", full, 512));
-            this.visible = visible;
-        }
-
-        void grow(long bytes) {
-            visible = bytes;
-        }
-
-        @Override
-        public long size() {
-            return visible;
-        }
-    }
-
     private static byte[] readCapacity16() {
         return cdb(0x9E, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 32, 0, 0);
     }
@@ -52,7 +32,7 @@ class ScsiCapacityGrowthTest {
 
     @Test
     void theUnitTakesTheNewSizeThroughCryptoAndReadaheadAndTellsEveryNexus() throws Exception {
-        GrowingDevice base = new GrowingDevice(OLD_BYTES, NEW_BYTES);
+        GrowableBlockDevice base = new GrowableBlockDevice("grows", OLD_BYTES, NEW_BYTES);
         byte[] key = new byte[64];
         new Random(5).nextBytes(key);
         CryptoBlockDevice crypto = new CryptoBlockDevice("crypt-grows", base,
