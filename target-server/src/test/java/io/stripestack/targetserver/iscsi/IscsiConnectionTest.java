@@ -557,4 +557,23 @@ class IscsiConnectionTest {
             assertTrue(drained.isSuccess());
         }
     }
+
+    @Test
+    void aSecondDrainJoinsTheFirstAndBothCompleteWhenTheConnectionCloses() {
+        IscsiServerSettings settings = IscsiTestInitiator.settings().drainTimeout(java.time.Duration.ofSeconds(4)).build();
+        try (IscsiTestInitiator i = IscsiTestInitiator.withMemoryLun(settings)) {
+            i.channel.freezeTime();
+            i.loginNormal();
+            io.netty.util.concurrent.Future<Void> first = i.connection.drain();
+            io.netty.util.concurrent.Future<Void> second = i.connection.drain();
+            assertEquals(Bhs.OP_ASYNC_MESSAGE, i.next().opcode());
+            assertFalse(i.hasNext(), "one logout request, not two");
+            i.channel.advanceTimeBy(2100, java.util.concurrent.TimeUnit.MILLISECONDS);
+            i.channel.runScheduledPendingTasks();
+            i.channel.runPendingTasks();
+            assertFalse(i.channel.isActive());
+            assertTrue(first.isSuccess(), "the first caller (an administrative change) is not left waiting");
+            assertTrue(second.isSuccess());
+        }
+    }
 }
