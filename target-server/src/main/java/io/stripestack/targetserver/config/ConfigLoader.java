@@ -35,7 +35,7 @@ import org.yaml.snakeyaml.nodes.Node;
  * current directory ({@code data_dir} itself); see docs/configuration.md.
  */
 public final class ConfigLoader {
-    static final List<String> LAYOUTS = List.of("left-asymmetric", "right-asymmetric", "left-symmetric", "right-symmetric");
+    public static final List<String> LAYOUTS = List.of("left-asymmetric", "right-asymmetric", "left-symmetric", "right-symmetric");
 
     private ConfigLoader() {
     }

@@ -217,6 +217,54 @@ class LiveAdministrationTest {
     }
 
     @Test
+    void arraysCreatedAssembledAndStoppedAtRunTimeServeLibiscsiWhileAnUnrelatedSessionNeverSeesAnError()
+            throws Exception {
+        ExternalTools.requireTool("qemu-io");
+        ExternalTools.requireTool("iscsi-readcapacity16");
+        ExternalTools.requireTool("mdadm");
+        Path data = dir.resolve("data");
+        String members = data.resolve("md1/a.img") + " " + data.resolve("md1/b.img") + " " + data.resolve("md1/c.img");
+        try (StripestackServer server = StripestackServer.start(ConfigLoader.load(configFile()))) {
+            try (SteadyLoad steady = new SteadyLoad(server)) {
+                String created = admin(server, "array create md1 " + members + " --member-size 8M --chunk 16K --spare "
+                        + data.resolve("md1/s.img"));
+                assertTrue(created.contains("created array md1"), created);
+                assertFalse(admin(server, "get md1/array_state").isBlank(), "md1's attributes are registered");
+                Result examine = run("mdadm", "--examine", data.resolve("md1/b.img").toString()).requireSuccess("mdadm");
+                assertTrue(examine.output().contains("Raid Level : raid5") && examine.output().contains("Chunk Size : 16K"),
+                        examine.output());
+                admin(server, "target create " + LIVE);
+                admin(server, "lun create " + LIVE + " 0 --array md1");
+                Result capacity = run("iscsi-readcapacity16", url(server, LIVE, 0)).requireSuccess("iscsi-readcapacity16");
+                long bytes = Long.parseLong(admin(server, "get " + LIVE + "/lun0/size").trim());
+                assertTrue(bytes > 8 << 20 && bytes < 16 << 20, "two members' data: " + bytes);
+                assertTrue(capacity.output().contains("RETURNED LOGICAL BLOCK ADDRESS:" + (bytes / 512 - 1)),
+                        capacity.output());
+                qemuIo(url(server, LIVE, 0), "write -P 0x5a 0 2M", "write -P 0xa5 5M 1M", "read -P 0x5a 0 2M");
+                steady.check();
+
+                String exported = refused(server, "array delete md1");
+                assertTrue(exported.contains("array md1 is exported by " + LIVE + "/lun0"), exported);
+                admin(server, "lun delete " + LIVE + " 0");
+                String stopped = admin(server, "array delete md1");
+                assertTrue(stopped.contains("stopped array md1"), stopped);
+                assertFalse(admin(server, "ls").contains("md1"), "the tree no longer lists md1");
+                assertTrue(refused(server, "get md1/array_state").contains("md1/array_state"),
+                        "its attributes went with it");
+                assertTrue(Files.exists(data.resolve("md1/a.img")), "its member files stay");
+
+                // From the existing member files: assembled, with the data written before.
+                String assembled = admin(server, "array create md1 " + members);
+                assertTrue(assembled.contains("assembled array md1"), assembled);
+                admin(server, "lun create " + LIVE + " 0 --array md1");
+                qemuIo(url(server, LIVE, 0), "read -P 0x5a 0 2M", "read -P 0xa5 5M 1M");
+                assertTrue(admin(server, "ls").contains("o- md1 [raid5, 3 members, chunk 16 KiB"), admin(server, "ls"));
+                assertTrue(steady.rounds.get() > 0, "the steady session did I/O meanwhile");
+            }
+        }
+    }
+
+    @Test
     void aLunInUseIsDeletedOnlyWithForceAndARemovedAclEndsThatInitiatorsSession() throws Exception {
         try (StripestackServer server = StripestackServer.start(ConfigLoader.load(configFile()))) {
             try (SteadyLoad steady = new SteadyLoad(server)) {
@@ -334,10 +382,30 @@ class LiveAdministrationTest {
                     {"lun create " + LIVE + " 2 --ram 4M --luks-key-file " + openKey, "ram-lun2 has no LUKS header"},
                     {"lun create " + LIVE + " 2 --ram 4M --key-file " + openKey + " --luks-key-file " + openKey, "give one of"},
                     {"chap set " + LIVE + " user " + openSecret + " --mutual", "readable by group or others"},
+                    {"array create md0 " + fresh("x", "y", "z") + " --member-size 8M", "array md0 exists already"},
+                    {"array create md2 " + dir.resolve("data/md0/m1.img") + " " + fresh("y", "z") + " --member-size 8M",
+                            "file " + dir.resolve("data/md0/m1.img") + " is a member of array md0"},
+                    {"array create md2 " + fresh("x", "y", "z") + " --spare " + dir.resolve("data/md0/m2.img")
+                            + " --member-size 8M", "is a member of array md0"},
+                    {"array create md2 " + dir.resolve("data/steady.img") + " " + fresh("y", "z") + " --member-size 8M",
+                            "backs " + STEADY + "/lun0"},
+                    {"array create md2 " + fresh("x", "y") + " --member-size 8M", "RAID-5 needs at least 3 members"},
+                    {"array create md2 " + fresh("x", "x", "y") + " --member-size 8M", "is given twice"},
+                    {"array create md2 " + fresh("x", "y", "z"), "give --member-size SIZE to create"},
+                    {"array create md2 " + dir.resolve("data/steady.img") + " " + fresh("y", "z"), "backs " + STEADY},
+                    {"array create md2 " + dir.resolve("open.key") + " " + fresh("y", "z"), "1 of 3 member files exist"},
+                    {"array create md2 " + fresh("x", "y", "z") + " --chunk 16K", "go with --member-size"},
+                    {"array create md2 " + fresh("x", "y", "z") + " --member-size 8M --chunk 3K", "not a power of two"},
+                    {"array create no/slash " + fresh("x", "y", "z") + " --member-size 8M", "is not an array name"},
+                    {"array delete md0", "array md0 is exported by " + LIVE + "/lun1"},
+                    {"array delete md9", "no array md9"},
             };
             for (String[] c : cases) {
                 String message = refused(server, c[0]);
                 assertTrue(message.contains(c[1]), c[0] + " -> " + message);
+                for (String name : new String[] {"x", "y", "z"}) {
+                    assertFalse(Files.exists(dir.resolve("data/new/" + name + ".img")), "refused '" + c[0] + "' made no file");
+                }
                 assertFalse(message.contains("a-long-enough-secret"), "no secret in a message: " + message);
                 assertEquals(before, admin(server, "ls"), "refused '" + c[0] + "' changed nothing");
             }
@@ -368,12 +436,24 @@ class LiveAdministrationTest {
         }
     }
 
+    /** Paths of member files that do not exist. */
+    private String fresh(String... names) {
+        StringBuilder out = new StringBuilder();
+        for (String n : names) {
+            out.append(out.length() == 0 ? "" : " ").append(dir.resolve("data/new/" + n + ".img"));
+        }
+        return out.toString();
+    }
+
     @Test
     void autosaveWritesEveryChangeThatSucceeded() throws Exception {
         Path file = configFile("  autosave: true");
         try (StripestackServer server = StripestackServer.start(ConfigLoader.load(file))) {
             String answer = admin(server, "target create " + LIVE);
-            assertTrue(answer.contains("saved 2 targets to " + file), answer);
+            assertTrue(answer.contains("saved 1 arrays and 2 targets to " + file), answer);
+            assertTrue(admin(server, "array create md1 md1/a.img md1/b.img md1/c.img --member-size 4M").contains(
+                    "saved 2 arrays and 2 targets"));
+            assertTrue(ConfigLoader.load(file).arrays().containsKey("md1"));
             assertTrue(ConfigLoader.load(file).targets().stream().anyMatch(t -> t.iqn().equals(LIVE)));
             String before = Files.readString(file);
             refused(server, "target create " + LIVE);
@@ -410,17 +490,36 @@ class LiveAdministrationTest {
             admin(server, "chap set " + LIVE + " target-user " + mutualSecret + " --mutual");
             admin(server, "lun delete " + STEADY + " 0");
             admin(server, "lun create " + STEADY + " 1 --ram 1M");
+            admin(server, "array create md1 md1/a.img md1/b.img md1/c.img --member-size 4M --chunk 64K --spare md1/s.img");
+            admin(server, "lun create " + LIVE + " 6 --array md1");
+            admin(server, "array create md2 md2/a.img md2/b.img md2/c.img --member-size 4M");
+            admin(server, "saveconfig"); // md2 is in the file now
+            admin(server, "array delete md2");
             String saved = admin(server, "saveconfig");
-            assertTrue(saved.contains("saved 2 targets to " + file) && saved.contains("comments and layout outside"), saved);
+            assertTrue(saved.contains("saved 2 arrays and 2 targets to " + file) && saved.contains("comments and layout outside"), saved);
             tree = admin(server, "ls");
         }
         String text = Files.readString(file);
+        assertTrue(text.contains("""
+                  md0:
+                    members: [md0/m0.img, md0/m1.img, md0/m2.img]
+                    create_member_size: 8MiB
+                    chunk: 16KiB
+                """), "md0's entry is kept as written: " + text);
+        assertTrue(text.contains("""
+                  "md1":
+                    members: ["md1/a.img", "md1/b.img", "md1/c.img"]
+                    spares: ["md1/s.img"]
+                """), "md1's entry is added, relative to the data directory: " + text);
+        assertFalse(text.contains("md2"), "md2's entry went with it: " + text);
         assertTrue(text.contains("# the operator's own notes: saveconfig keeps them"), text);
         assertTrue(text.contains("portals: [\"127.0.0.1:0\"]   # an ephemeral port for the test"), text);
         assertTrue(text.contains("# what follows the targets stays too"), text);
         assertFalse(text.contains("initiator-secret-1") || text.contains("target-secret-22"), "no secret in the file");
         assertTrue(tree.contains("lun4 [ram 2MiB, read-only]"), tree);
         assertTrue(tree.contains("lun5 [ram 2MiB, crypt aes-cbc-essiv:sha256, read-write]"), tree);
+        assertTrue(tree.contains("lun6 [array md1, read-write]") && tree.contains("o- md1 [raid5, 3 members, chunk 64 KiB"),
+                tree);
         try (StripestackServer restarted = StripestackServer.start(ConfigLoader.load(file))) {
             assertEquals(withoutPort(tree), withoutPort(admin(restarted, "ls")), "the saved file loads to the same tree");
         }
