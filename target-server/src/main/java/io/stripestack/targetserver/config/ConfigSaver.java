@@ -1,26 +1,32 @@
 package io.stripestack.targetserver.config;
 
 import io.stripestack.targetserver.config.StripestackConfig.ArrayConfig;
+import io.stripestack.targetserver.config.StripestackConfig.Portal;
 import io.stripestack.targetserver.config.StripestackConfig.TargetConfig;
 import java.io.IOException;
 import java.io.StringReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import org.yaml.snakeyaml.DumperOptions;
+import org.yaml.snakeyaml.error.Mark;
 import org.yaml.snakeyaml.LoaderOptions;
 import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.nodes.MappingNode;
 import org.yaml.snakeyaml.nodes.Node;
 import org.yaml.snakeyaml.nodes.NodeTuple;
 import org.yaml.snakeyaml.nodes.ScalarNode;
+import org.yaml.snakeyaml.nodes.SequenceNode;
 
 /**
- * {@code saveconfig}: writes the running arrays and targets into a configuration file. The top-level {@code
+ * {@code saveconfig}: writes the running portals, arrays and targets into a configuration file. {@code
+ * server.portals} is rewritten in flow style ({@code ["HOST:PORT", ...]}) when the running portals differ from
+ * the file's, its comments and the rest of the server section kept. The top-level {@code
  * targets:} section is written anew; comments inside it are not kept (comment lines at column 0 at the end of
  * the section stay: they usually introduce the next top-level key). In the {@code arrays:} section an entry of an
  * array that no longer runs is dropped whole, one for an array created at run time is added after the others,
@@ -44,11 +50,13 @@ public final class ConfigSaver {
      * @param workDir  where a relative data_dir resolves, as when the server loads the file
      * @return how many targets the written file holds
      */
-    public static int save(Path file, String baseText, List<ArrayConfig> arrays, List<TargetConfig> targets,
-            Path dataDir, Path workDir) throws IOException {
+    public static int save(Path file, String baseText, RunningState state, Path dataDir, Path workDir)
+            throws IOException {
+        List<ArrayConfig> arrays = state.arrays();
         String text;
         try {
-            text = withTargets(withArrays(baseText, arrays, dataDir), TargetsYaml.render(targets, dataDir));
+            text = withTargets(withArrays(withPortals(baseText, state.portals()), arrays, dataDir),
+                    TargetsYaml.render(state.targets(), dataDir));
         } catch (IllegalArgumentException e) {
             throw new IOException("not saved: " + e.getMessage() + "; " + file + " is unchanged", e);
         }
@@ -64,6 +72,10 @@ public final class ConfigSaver {
                     + " and the server runs " + names(arrays) + " (is the arrays: section written in an unusual way?); "
                     + file + " is unchanged");
         }
+        if (!reloaded.server().portals().equals(state.portals())) {
+            throw new IOException("not saved: the file would list the portals " + reloaded.server().portals()
+                    + " and the server runs " + state.portals() + "; " + file + " is unchanged");
+        }
         for (TargetConfig t : reloaded.targets()) { // the check read the secret files: zero what it read
             for (StripestackConfig.ChapConfig c : new StripestackConfig.ChapConfig[] {t.chap(), t.mutualChap()}) {
                 if (c != null) {
@@ -73,6 +85,81 @@ public final class ConfigSaver {
         }
         AtomicFile.write(file, text.getBytes(StandardCharsets.UTF_8));
         return reloaded.targets().size();
+    }
+
+    /**
+     * {@code text} with {@code server.portals} set to {@code running} (in flow style, in place of the list the
+     * file has, or added as the server section's first key); the text itself when the file lists those portals.
+     */
+    static String withPortals(String text, List<Portal> running) throws IOException {
+        Node root = compose(text);
+        String[] lines = text.split("\n", -1);
+        String list = portalList(running);
+        if (!(root instanceof MappingNode mapping)) {
+            return text; // withArrays and withTargets make a file of it; an absent list is the default
+        }
+        List<NodeTuple> entries = mapping.getValue();
+        int at = indexOf(entries, "server");
+        if (at < 0) {
+            if (running.equals(List.of(DEFAULT_PORTAL))) {
+                return text;
+            }
+            int targets = indexOf(entries, "targets");
+            int line = targets < 0 ? lines.length : entries.get(targets).getKeyNode().getStartMark().getLine();
+            return splice(lines, line, line, "server:\n  portals: " + list + "\n");
+        }
+        Node server = entries.get(at).getValueNode();
+        if (!(server instanceof MappingNode serverMap) || serverMap.getValue().isEmpty()) {
+            return splice(lines, entries.get(at).getKeyNode().getStartMark().getLine(), sectionEnd(lines, entries, at),
+                    "server:\n  portals: " + list + "\n");
+        }
+        int portalsAt = indexOf(serverMap.getValue(), "portals");
+        if (portalsAt < 0) {
+            if (running.equals(List.of(DEFAULT_PORTAL))) {
+                return text;
+            }
+            if (serverMap.getFlowStyle() == DumperOptions.FlowStyle.FLOW) {
+                int open = offset(lines, serverMap.getStartMark()) + 1;
+                return text.substring(0, open) + "portals: " + list + ", " + text.substring(open);
+            }
+            Mark first = serverMap.getValue().get(0).getKeyNode().getStartMark();
+            return splice(lines, first.getLine(), first.getLine(), " ".repeat(first.getColumn()) + "portals: " + list + "\n");
+        }
+        Node value = serverMap.getValue().get(portalsAt).getValueNode();
+        List<Portal> inFile = new ArrayList<>();
+        if (value instanceof SequenceNode seq) {
+            for (Node item : seq.getValue()) {
+                if (!(item instanceof ScalarNode scalar)) {
+                    return text; // the loader refuses it; the check after rendering says so
+                }
+                inFile.add(Portal.parse(scalar.getValue()));
+            }
+        }
+        if (inFile.equals(running)) {
+            return text;
+        }
+        Mark end = value instanceof SequenceNode seq && seq.getFlowStyle() == DumperOptions.FlowStyle.BLOCK
+                && !seq.getValue().isEmpty() ? seq.getValue().get(seq.getValue().size() - 1).getEndMark() : value.getEndMark();
+        return text.substring(0, offset(lines, value.getStartMark())) + list + text.substring(offset(lines, end));
+    }
+
+    private static final Portal DEFAULT_PORTAL = new Portal("127.0.0.1", ServerDefaults.PORT);
+
+    private static String portalList(List<Portal> portals) {
+        StringBuilder y = new StringBuilder("[");
+        for (int i = 0; i < portals.size(); i++) {
+            y.append(i == 0 ? "" : ", ").append(TargetsYaml.quote(portals.get(i).toString()));
+        }
+        return y.append(']').toString();
+    }
+
+    /** The character offset of {@code m} in the text split into {@code lines} (columns count code points). */
+    private static int offset(String[] lines, Mark m) {
+        int offset = 0;
+        for (int l = 0; l < m.getLine(); l++) {
+            offset += lines[l].length() + 1;
+        }
+        return offset + lines[m.getLine()].offsetByCodePoints(0, m.getColumn());
     }
 
     private static Set<String> names(List<ArrayConfig> arrays) {

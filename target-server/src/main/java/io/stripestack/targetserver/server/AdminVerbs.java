@@ -4,6 +4,7 @@ import io.stripestack.remote.RemoteMemberOptions;
 import io.stripestack.targetserver.config.ConfigException;
 import io.stripestack.targetserver.config.ConfigLoader;
 import io.stripestack.targetserver.config.ConfigSaver;
+import io.stripestack.targetserver.config.RunningState;
 import io.stripestack.targetserver.config.Sizes;
 import io.stripestack.targetserver.config.StripestackConfig;
 import io.stripestack.targetserver.config.StripestackConfig.ArrayConfig;
@@ -14,18 +15,17 @@ import io.stripestack.targetserver.config.StripestackConfig.LunConfig;
 import io.stripestack.targetserver.config.StripestackConfig.ReadaheadConfig;
 import io.stripestack.targetserver.control.ControlRegistry;
 import java.io.IOException;
-import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.function.Supplier;
 
 /**
  * The administration verbs of the admin socket, as a targetcli or tgtadm user guesses them (docs/operations.md):
  * <pre>
  *   ls
+ *   portal create HOST:PORT                  portal delete HOST:PORT
  *   array create NAME MEMBER... [--spare FILE]... [--member-size SIZE [--chunk SIZE] [--layout L] [--sparse]]
  *   array delete NAME
  *   target create IQN [--alias ALIAS]        target delete IQN [--force]
@@ -46,10 +46,9 @@ final class AdminVerbs {
     private final LiveArrays arrays;
     private final LiveTargets live;
     private final StripestackConfig config;
-    private final Supplier<List<InetSocketAddress>> portals;
+    private final LivePortals portals;
 
-    private AdminVerbs(LiveArrays arrays, LiveTargets live, StripestackConfig config,
-            Supplier<List<InetSocketAddress>> portals) {
+    private AdminVerbs(LiveArrays arrays, LiveTargets live, StripestackConfig config, LivePortals portals) {
         this.arrays = arrays;
         this.live = live;
         this.config = config;
@@ -57,9 +56,10 @@ final class AdminVerbs {
     }
 
     static void register(ControlRegistry registry, LiveArrays arrays, LiveTargets live, StripestackConfig config,
-            Supplier<List<InetSocketAddress>> portals) {
+            LivePortals portals) {
         AdminVerbs verbs = new AdminVerbs(arrays, live, config, portals);
         registry.registerCommand("ls", args -> verbs.ls());
+        registry.registerCommand("portal", verbs::portal);
         registry.registerCommand("array", verbs::array);
         registry.registerCommand("target", verbs::target);
         registry.registerCommand("lun", verbs::lun);
@@ -69,7 +69,19 @@ final class AdminVerbs {
     }
 
     private String ls() {
-        return AdminTree.render(arrays.arrays(), live.runningTargets(), live.sessions(), portals.get());
+        return AdminTree.render(arrays.arrays(), live.runningTargets(), live.sessions(), portals.bound());
+    }
+
+    private String portal(List<String> a) throws IOException {
+        Words w = new Words(a, "portal create HOST:PORT | portal delete HOST:PORT");
+        String verb = w.next("create|delete");
+        String portal = w.next("HOST:PORT");
+        w.end();
+        return switch (verb) {
+            case "create" -> changed(portals.create(portal));
+            case "delete" -> changed(portals.delete(portal));
+            default -> throw w.usage();
+        };
     }
 
     /**
@@ -301,8 +313,10 @@ final class AdminVerbs {
         } catch (ConfigException e) {
             throw new IOException(e.getMessage(), e);
         }
-        int saved = ConfigSaver.save(file, base, arrays.running(), live.runningTargets(), config.dataDir(), Path.of(""));
-        return "saved " + arrays.running().size() + " arrays and " + saved + " targets to " + file.toAbsolutePath().normalize()
+        RunningState state = new RunningState(portals.running(), arrays.running(), live.runningTargets());
+        ConfigSaver.save(file, base, state, config.dataDir(), Path.of(""));
+        return "saved " + state.portals().size() + " portals, " + state.arrays().size() + " arrays and "
+                + state.targets().size() + " targets to " + file.toAbsolutePath().normalize()
                 + " atomically (" + ConfigSaver.COMMENTS_NOTE + ")";
     }
 

@@ -134,7 +134,7 @@ public final class StripestackServer implements Closeable {
         iscsi = new IscsiServer(settings(config.server()), liveTargets.definitions(), ioWorkers);
         iscsi.start();
         liveTargets.attach(iscsi);
-        AdminVerbs.register(registry, liveArrays, liveTargets, config, iscsi::boundAddresses);
+        AdminVerbs.register(registry, liveArrays, liveTargets, config, new LivePortals(iscsi, config.server().portals()));
         for (InetSocketAddress a : iscsi.boundAddresses()) {
             log.info("listening on {}:{}", a.getAddress().getHostAddress(), a.getPort());
         }

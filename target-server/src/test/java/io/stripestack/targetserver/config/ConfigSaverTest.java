@@ -87,7 +87,8 @@ class ConfigSaverTest {
         String text = config("targets:\n  - {iqn: \"iqn.2026-11.io.example:a\", luns: [{lun: 0, ram_size: 1MiB}]}\n");
         Files.writeString(file, text);
         IOException e = assertThrows(IOException.class,
-                () -> ConfigSaver.save(file, text, java.util.List.of(), java.util.List.of(), dir.resolve("data"), Path.of("")));
+                () -> ConfigSaver.save(file, text, new RunningState(ConfigLoader.parse("c", text, Path.of("")).server().portals(),
+                        java.util.List.of(), java.util.List.of()), dir.resolve("data"), Path.of("")));
         assertTrue(e.getMessage().contains("would not load back") && e.getMessage().contains("at least one target"),
                 e.getMessage());
         assertEquals(text, Files.readString(file), "the file is unchanged");
@@ -145,5 +146,32 @@ class ConfigSaverTest {
         assertEquals("arrays:\n  \"md0\":\n    members: [\"a0\", \"a1\", \"a2\"]\n  \"md7\":\n    members: [\"n/c0\", \"n/c1\","
                 + " \"/abs/c2\"]\ntargets: []\n", ConfigSaver.withArrays(flow, java.util.List.of(md0, md7), data),
                 "a flow-style section is written anew");
+    }
+    @Test
+    void thePortalListIsRewrittenInPlaceOnlyWhenItChanged() throws Exception {
+        var one = java.util.List.of(new StripestackConfig.Portal("127.0.0.1", 0));
+        var two = java.util.List.of(new StripestackConfig.Portal("127.0.0.1", 0), new StripestackConfig.Portal("::1", 3261));
+        String flow = "server:\n  io_threads: 2\n  portals: [\"127.0.0.1:0\"]   # tests\n  queue_depth: 8\ntargets: []\n";
+        assertEquals(flow, ConfigSaver.withPortals(flow, one));
+        assertEquals("server:\n  io_threads: 2\n  portals: [\"127.0.0.1:0\", \"[::1]:3261\"]   # tests\n  queue_depth: 8\n"
+                + "targets: []\n", ConfigSaver.withPortals(flow, two));
+        String block = "server:\n  portals:\n    - 127.0.0.1:0   # first\n    - \"[::1]:3261\"\n  # next\n  io_threads: 2\ntargets: []\n";
+        assertEquals(block, ConfigSaver.withPortals(block, two));
+        assertEquals("server:\n  portals:\n    [\"127.0.0.1:0\"]\n  # next\n  io_threads: 2\ntargets: []\n",
+                ConfigSaver.withPortals(block, one));
+        String without = "# c\nserver:\n  io_threads: 2\ntargets: []\n";
+        assertEquals(without, ConfigSaver.withPortals(without,
+                java.util.List.of(new StripestackConfig.Portal("127.0.0.1", ServerDefaults.PORT))), "the default");
+        assertEquals("# c\nserver:\n  portals: [\"127.0.0.1:0\"]\n  io_threads: 2\ntargets: []\n",
+                ConfigSaver.withPortals(without, one));
+        assertEquals("server: {portals: [\"127.0.0.1:0\"], io_threads: 2}\ntargets: []\n",
+                ConfigSaver.withPortals("server: {io_threads: 2}\ntargets: []\n", one));
+        assertEquals("data_dir: x\nserver:\n  portals: [\"127.0.0.1:0\"]\ntargets: []\n",
+                ConfigSaver.withPortals("data_dir: x\ntargets: []\n", one));
+        for (String text : new String[] {ConfigSaver.withPortals(flow, two), ConfigSaver.withPortals(block, one),
+                ConfigSaver.withPortals(without, one)}) {
+            String loadable = text.replace("targets: []", "targets: [{iqn: \"iqn.2026-11.io.example:a\", luns: []}]");
+            assertTrue(ConfigLoader.parse("t", loadable, dir).server().portals().size() >= 1, loadable);
+        }
     }
 }

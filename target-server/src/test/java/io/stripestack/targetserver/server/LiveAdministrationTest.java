@@ -83,7 +83,7 @@ class LiveAdministrationTest {
 
     /** The tree without the ephemeral port, which differs from start to start. */
     private static String withoutPort(String tree) {
-        return tree.replaceAll("127\\.0\\.0\\.1:\\d+", "127.0.0.1:PORT");
+        return tree.replaceAll("(127\\.0\\.0\\.\\d+):\\d+", "$1:PORT");
     }
 
     private static String portal(StripestackServer server) {
@@ -260,6 +260,48 @@ class LiveAdministrationTest {
                 qemuIo(url(server, LIVE, 0), "read -P 0x5a 0 2M", "read -P 0xa5 5M 1M");
                 assertTrue(admin(server, "ls").contains("o- md1 [raid5, 3 members, chunk 16 KiB"), admin(server, "ls"));
                 assertTrue(steady.rounds.get() > 0, "the steady session did I/O meanwhile");
+            }
+        }
+    }
+
+    @Test
+    void portalsAddedAndRemovedAtRunTimeServeLibiscsiAndTheSessionsThroughThemStay() throws Exception {
+        ExternalTools.requireTool("iscsi-ls");
+        ExternalTools.requireTool("iscsi-inq");
+        try (StripestackServer server = StripestackServer.start(ConfigLoader.load(configFile()));
+                java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.4"))) {
+            try (SteadyLoad steady = new SteadyLoad(server)) {
+                String before = admin(server, "ls");
+                String[][] refusals = {
+                        {"portal create " + portal(server), "listens on " + portal(server) + " already"},
+                        {"portal create 127.0.0.4:" + taken.getLocalPort(), "cannot listen on"},
+                        {"portal create 127.0.0.1:99999", "is not HOST:PORT"},
+                        {"portal delete 127.0.0.9:3260", "does not listen on 127.0.0.9:3260"},
+                        {"portal delete " + portal(server), "the server's only portal"},
+                };
+                for (String[] c : refusals) {
+                    String message = refused(server, c[0]);
+                    assertTrue(message.contains(c[1]), c[0] + " -> " + message);
+                    assertEquals(before, admin(server, "ls"), "refused '" + c[0] + "' changed nothing");
+                }
+                String added = admin(server, "portal create 127.0.0.2:0");
+                String second = added.replaceAll("(?s).*listening on (127\\.0\\.0\\.2:\\d+).*", "$1");
+                assertTrue(admin(server, "ls").contains("o- " + second), admin(server, "ls"));
+                Result ls = run("iscsi-ls", "-s", "iscsi://" + second + "/").requireSuccess("iscsi-ls");
+                assertTrue(ls.output().contains("Target:" + STEADY) && ls.output().contains("Portal:" + second),
+                        "SendTargets through the new portal names it: " + ls.output());
+                IscsiInitiator throughSecond = IscsiInitiator.login(IscsiUrl.parse("iscsi://" + second + "/" + STEADY + "/0"),
+                        InitiatorOptions.defaults().withInitiatorIqn(OTHER_INITIATOR));
+                try (throughSecond) {
+                    throughSecond.testUnitReady();
+                    assertTrue(admin(server, "portal delete " + second).contains("no longer listening on " + second));
+                    throughSecond.testUnitReady(); // its session stays
+                    assertTrue(run("iscsi-inq", "iscsi://" + second + "/" + STEADY + "/0").exitCode() != 0,
+                            "no new connection through the removed portal");
+                    run("iscsi-inq", url(server, STEADY, 0)).requireSuccess("iscsi-inq through the first portal");
+                }
+                assertFalse(admin(server, "ls").contains("127.0.0.2"));
+                assertTrue(steady.rounds.get() > 0);
             }
         }
     }
@@ -450,9 +492,9 @@ class LiveAdministrationTest {
         Path file = configFile("  autosave: true");
         try (StripestackServer server = StripestackServer.start(ConfigLoader.load(file))) {
             String answer = admin(server, "target create " + LIVE);
-            assertTrue(answer.contains("saved 1 arrays and 2 targets to " + file), answer);
+            assertTrue(answer.contains("saved 1 portals, 1 arrays and 2 targets to " + file), answer);
             assertTrue(admin(server, "array create md1 md1/a.img md1/b.img md1/c.img --member-size 4M").contains(
-                    "saved 2 arrays and 2 targets"));
+                    "saved 1 portals, 2 arrays and 2 targets"));
             assertTrue(ConfigLoader.load(file).arrays().containsKey("md1"));
             assertTrue(ConfigLoader.load(file).targets().stream().anyMatch(t -> t.iqn().equals(LIVE)));
             String before = Files.readString(file);
@@ -493,10 +535,14 @@ class LiveAdministrationTest {
             admin(server, "array create md1 md1/a.img md1/b.img md1/c.img --member-size 4M --chunk 64K --spare md1/s.img");
             admin(server, "lun create " + LIVE + " 6 --array md1");
             admin(server, "array create md2 md2/a.img md2/b.img md2/c.img --member-size 4M");
-            admin(server, "saveconfig"); // md2 is in the file now
+            admin(server, "portal create 127.0.0.2:0");
+            admin(server, "portal create 127.0.0.3:0");
+            admin(server, "saveconfig"); // md2 and 127.0.0.3 are in the file now
             admin(server, "array delete md2");
+            admin(server, "portal delete 127.0.0.3:0");
             String saved = admin(server, "saveconfig");
-            assertTrue(saved.contains("saved 2 arrays and 2 targets to " + file) && saved.contains("comments and layout outside"), saved);
+            assertTrue(saved.contains("saved 2 portals, 2 arrays and 2 targets to " + file)
+                    && saved.contains("comments and layout outside"), saved);
             tree = admin(server, "ls");
         }
         String text = Files.readString(file);
@@ -513,11 +559,12 @@ class LiveAdministrationTest {
                 """), "md1's entry is added, relative to the data directory: " + text);
         assertFalse(text.contains("md2"), "md2's entry went with it: " + text);
         assertTrue(text.contains("# the operator's own notes: saveconfig keeps them"), text);
-        assertTrue(text.contains("portals: [\"127.0.0.1:0\"]   # an ephemeral port for the test"), text);
+        assertTrue(text.contains("portals: [\"127.0.0.1:0\", \"127.0.0.2:0\"]   # an ephemeral port for the test"), text);
         assertTrue(text.contains("# what follows the targets stays too"), text);
         assertFalse(text.contains("initiator-secret-1") || text.contains("target-secret-22"), "no secret in the file");
         assertTrue(tree.contains("lun4 [ram 2MiB, read-only]"), tree);
         assertTrue(tree.contains("lun5 [ram 2MiB, crypt aes-cbc-essiv:sha256, read-write]"), tree);
+        assertTrue(tree.contains("o- 127.0.0.2:") && !tree.contains("o- 127.0.0.3:"), tree);
         assertTrue(tree.contains("lun6 [array md1, read-write]") && tree.contains("o- md1 [raid5, 3 members, chunk 64 KiB"),
                 tree);
         try (StripestackServer restarted = StripestackServer.start(ConfigLoader.load(file))) {
