@@ -10,8 +10,8 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Unmatched;
 
 /**
- * The administration verbs ({@code ls}, {@code array}, {@code target}, {@code lun}, {@code acl}, {@code chap},
- * {@code saveconfig}):
+ * The administration verbs ({@code ls}, {@code portal}, {@code array}, {@code target}, {@code lun}, {@code acl},
+ * {@code chap}, {@code saveconfig}):
  * each sends its words to the running server's admin socket, which checks them (docs/operations.md), and prints
  * the answer. Paths are sent absolute, since the server may run in another directory; a word with white space
  * cannot be sent (the request is one line of words). Secrets never pass here: CHAP takes a secret file.
@@ -52,6 +52,17 @@ abstract class AdminVerbCommand implements Callable<Integer> {
         @Override
         String verb() {
             return "ls";
+        }
+    }
+
+    @Command(name = "portal", mixinStandardHelpOptions = true,
+            description = {"Listen on another address, or stop listening on one, on the running server.",
+                    "  stripestack portal create HOST:PORT   (port 0 picks a free one; [::1]:3260 for IPv6)",
+                    "  stripestack portal delete HOST:PORT   (sessions logged in through it stay; the last one stays)"})
+    static final class PortalVerb extends AdminVerbCommand {
+        @Override
+        String verb() {
+            return "portal";
         }
     }
 
@@ -143,7 +154,7 @@ abstract class AdminVerbCommand implements Callable<Integer> {
     }
 
     @Command(name = "saveconfig", mixinStandardHelpOptions = true,
-            description = {"Write the running arrays and targets to the configuration file (or FILE) atomically.",
+            description = {"Write the running portals, arrays and targets to the configuration file (or FILE) atomically.",
                     "  stripestack saveconfig [FILE]",
                     "Comments outside the targets: section are kept; the targets: section is written anew, and an"
                             + " arrays: entry is added or dropped whole."})

@@ -13,7 +13,7 @@ import java.nio.file.attribute.PosixFilePermissions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The administration verbs as an operator types them: ls, array, target, lun, acl, chap, saveconfig. */
+/** The administration verbs as an operator types them: ls, portal, array, target, lun, acl, chap, saveconfig. */
 class AdminVerbsCliTest {
     private static final String IQN = "iqn.2026-11.io.stripestack:cli";
 
@@ -65,10 +65,12 @@ class AdminVerbsCliTest {
             assertTrue(Files.exists(dir.resolve("md1/m2.img")) && Files.exists(dir.resolve("md1/s.img")),
                     "the members were made where the operator meant");
             ok(cli("lun", "--socket", socket, "create", IQN, "1", "--array", "md1"), "created LUN 1");
-            ok(cli("saveconfig", "--socket", socket), "saved 1 arrays and 2 targets to " + config);
+            ok(cli("portal", "--socket", socket, "create", "127.0.0.2:0"), "listening on 127.0.0.2:");
+            ok(cli("saveconfig", "--socket", socket), "saved 2 portals, 1 arrays and 2 targets to " + config);
         }
         assertTrue(Files.readString(config).contains("secret_file: \"" + secret + "\""), Files.readString(config));
         assertEquals(2, ConfigLoader.load(config).targets().size());
+        assertEquals(2, ConfigLoader.load(config).server().portals().size());
         assertEquals(dir.resolve("md1/s.img"), ConfigLoader.load(config).arrays().get("md1").spares().get(0));
     }
 
@@ -78,8 +80,9 @@ class AdminVerbsCliTest {
         ok(cli("chap", "--help"), "stripestack chap set IQN USER SECRET_FILE [--mutual]");
         ok(cli("saveconfig", "--help"), "Comments outside the targets: section are kept");
         ok(cli("array", "--help"), "stripestack array create NAME MEMBER_FILE... --member-size SIZE");
+        ok(cli("portal", "--help"), "stripestack portal create HOST:PORT");
         Outcome help = cli("--help");
-        for (String verb : new String[] {"ls", "array", "target", "lun", "acl", "chap", "saveconfig"}) {
+        for (String verb : new String[] {"ls", "portal", "array", "target", "lun", "acl", "chap", "saveconfig"}) {
             assertTrue(help.out().contains("  " + verb + " "), verb + " listed: " + help.out());
         }
     }
