@@ -306,6 +306,54 @@ class LiveAdministrationTest {
         }
     }
 
+    /** iscsi-inq with CHAP (and mutual CHAP when a target secret is given) through libiscsi's variables. */
+    private static Result inqWithChap(String url, String user, String secret, String targetUser, String targetSecret)
+            throws Exception {
+        java.util.Map<String, String> env = new java.util.HashMap<>(java.util.Map.of("LIBISCSI_CHAP_USERNAME", user,
+                "LIBISCSI_CHAP_PASSWORD", secret));
+        if (targetUser != null) {
+            env.put("LIBISCSI_CHAP_TARGET_USERNAME", targetUser);
+            env.put("LIBISCSI_CHAP_TARGET_PASSWORD", targetSecret);
+        }
+        return ExternalTools.run(60, env, java.util.List.of("iscsi-inq", "-i", OTHER_INITIATOR, url));
+    }
+
+    @Test
+    void chapAndMutualChapSetAtRunTimeAreWhatLibiscsiLogsInWith() throws Exception {
+        ExternalTools.requireTool("iscsi-inq");
+        Path secret = dir.resolve("one-way.secret");
+        Path targetSecret = dir.resolve("mutual.secret");
+        Files.writeString(secret, "initiator-secret-1\n");
+        Files.writeString(targetSecret, "target-secret-22\n");
+        for (Path s : new Path[] {secret, targetSecret}) {
+            Files.setPosixFilePermissions(s, PosixFilePermissions.fromString("rw-------"));
+        }
+        try (StripestackServer server = StripestackServer.start(ConfigLoader.load(configFile()))) {
+            try (SteadyLoad steady = new SteadyLoad(server)) {
+                admin(server, "target create " + LIVE);
+                admin(server, "lun create " + LIVE + " 0 --ram 4M");
+                String url = url(server, LIVE, 0);
+                admin(server, "chap set " + LIVE + " alice " + secret);
+                assertTrue(run("iscsi-inq", "-i", OTHER_INITIATOR, url).exitCode() != 0, "CHAP is required now");
+                assertTrue(inqWithChap(url, "alice", "a-wrong-secret-9", null, null).exitCode() != 0, "a wrong secret");
+                inqWithChap(url, "alice", "initiator-secret-1", null, null).requireSuccess("iscsi-inq with CHAP");
+
+                admin(server, "chap set " + LIVE + " target " + targetSecret + " --mutual");
+                inqWithChap(url, "alice", "initiator-secret-1", "target", "target-secret-22")
+                        .requireSuccess("iscsi-inq with mutual CHAP: the target proved its secret");
+                assertTrue(inqWithChap(url, "alice", "initiator-secret-1", "target", "not-the-target-22").exitCode() != 0,
+                        "libiscsi refuses a target that does not know the secret it expects");
+                admin(server, "chap clear " + LIVE + " --mutual");
+                assertTrue(inqWithChap(url, "alice", "initiator-secret-1", "target", "target-secret-22").exitCode() != 0,
+                        "mutual CHAP cleared: the target can no longer answer the initiator's challenge");
+                inqWithChap(url, "alice", "initiator-secret-1", null, null).requireSuccess("one-way CHAP still works");
+                admin(server, "chap clear " + LIVE);
+                run("iscsi-inq", "-i", OTHER_INITIATOR, url).requireSuccess("no CHAP any more");
+                steady.check();
+            }
+        }
+    }
+
     @Test
     void aLunInUseIsDeletedOnlyWithForceAndARemovedAclEndsThatInitiatorsSession() throws Exception {
         try (StripestackServer server = StripestackServer.start(ConfigLoader.load(configFile()))) {
