@@ -2,7 +2,6 @@ package io.stripestack.targetserver.server;
 
 import io.stripestack.raid5.ConsistencyPolicy;
 import io.stripestack.raid5.Raid5Array;
-import io.stripestack.raid5.Raid5Files;
 import io.stripestack.raid5.Raid5Status;
 import io.stripestack.raid5.SyncProgress;
 import io.stripestack.targetserver.config.StripestackConfig.ArrayConfig;
@@ -21,7 +20,12 @@ final class ArrayControls {
     private ArrayControls() {
     }
 
-    static void register(ControlRegistry registry, ArrayConfig ac, Raid5Array array, Path dataDir) {
+    /** What {@code NAME/add} does with the spare's file (LiveArrays: refuse a file in use, add it, record it). */
+    interface SpareAdder {
+        void add(Path spare) throws IOException;
+    }
+
+    static void register(ControlRegistry registry, ArrayConfig ac, Raid5Array array, Path dataDir, SpareAdder spares) {
         String name = ac.name();
         registry.register(name + "/level", ControlAttribute.readOnly(() -> "raid5"));
         registry.register(name + "/array_state", ControlAttribute.readOnly(() -> array.status().health().name().toLowerCase()));
@@ -63,9 +67,9 @@ final class ArrayControls {
         registry.register(name + "/fail", memberAction(array, "failing", array::failMember));
         registry.register(name + "/remove", memberAction(array, "removing", array::removeMember));
         registry.register(name + "/add", action(() -> "", path -> {
-            Path spare = dataDir.resolve(path.trim());
+            Path spare = dataDir.resolve(path.trim()).normalize();
             try {
-                Raid5Files.addSpare(array, spare, 0, !ac.createSparse());
+                spares.add(spare);
             } catch (IOException e) {
                 throw new IllegalStateException("adding " + spare + " to " + name + ": " + e.getMessage(), e);
             }

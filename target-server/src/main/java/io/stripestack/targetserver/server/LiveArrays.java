@@ -1,6 +1,7 @@
 package io.stripestack.targetserver.server;
 
 import io.stripestack.raid5.Raid5Array;
+import io.stripestack.raid5.Raid5Files;
 import io.stripestack.raid5.Raid5Options;
 import io.stripestack.targetserver.config.StripestackConfig.ArrayConfig;
 import io.stripestack.targetserver.control.ControlRegistry;
@@ -141,6 +142,25 @@ final class LiveArrays implements AutoCloseable {
     }
 
     /**
+     * {@code ctl set NAME/add FILE}: a file in use (another array's member or spare, a LUN's file) is refused by
+     * name; else it is added as a hot spare (created when missing) and counted as the array's from then on.
+     */
+    private synchronized void addSpare(String name, Path spare) throws IOException {
+        ArrayConfig ac = configs.get(name);
+        Raid5Array array = arrays.get(name);
+        if (ac == null || array == null) {
+            throw new IllegalArgumentException("no array " + name);
+        }
+        refuseFileInUse(spare, "be added to " + name);
+        Raid5Files.addSpare(array, spare, 0, !ac.createSparse());
+        List<Path> spares = new ArrayList<>(ac.spares());
+        spares.add(spare);
+        configs.put(name, new ArrayConfig(ac.name(), ac.members(), List.copyOf(spares), ac.chunkBytes(), ac.layout(),
+                ac.createMemberSize(), ac.createSparse(), ac.stripeCacheSize(), ac.checkParityOnReads(), ac.direct(),
+                ac.startDirtyDegraded(), ac.consistencyPolicy(), ac.bitmapChunkBytes(), ac.remote()));
+    }
+
+    /**
      * Refuses a file that is a member or spare of an array, or backs a LUN, for the use {@code purpose}
      * names ("back LUN 3 of iqn...", "be a member of md1"). Files compare by path and, where both exist, as the
      * same file (links).
@@ -209,7 +229,7 @@ final class LiveArrays implements AutoCloseable {
         array.setCheckParityOnReads(ac.checkParityOnReads());
         configs.put(ac.name(), ac);
         arrays.put(ac.name(), array);
-        ArrayControls.register(registry, ac, array, dataDir);
+        ArrayControls.register(registry, ac, array, dataDir, spare -> addSpare(ac.name(), spare));
     }
 
     private Raid5Array require(String name) {

@@ -259,6 +259,11 @@ class LiveAdministrationTest {
                 admin(server, "lun create " + LIVE + " 0 --array md1");
                 qemuIo(url(server, LIVE, 0), "read -P 0x5a 0 2M", "read -P 0xa5 5M 1M");
                 assertTrue(admin(server, "ls").contains("o- md1 [raid5, 3 members, chunk 16 KiB"), admin(server, "ls"));
+                String taken = refused(server, "set md1/add md0/m0.img");
+                assertTrue(taken.contains("file " + data.resolve("md0/m0.img") + " is a member of array md0"), taken);
+                admin(server, "set md1/add md1/t.img");
+                String twice = refused(server, "set md0/add md1/t.img");
+                assertTrue(twice.contains("is a member of array md1"), "a spare added at run time counts: " + twice);
                 assertTrue(steady.rounds.get() > 0, "the steady session did I/O meanwhile");
             }
         }
@@ -489,6 +494,9 @@ class LiveAdministrationTest {
                     {"array create no/slash " + fresh("x", "y", "z") + " --member-size 8M", "is not an array name"},
                     {"array delete md0", "array md0 is exported by " + LIVE + "/lun1"},
                     {"array delete md9", "no array md9"},
+                    {"set md0/add " + dir.resolve("data/steady.img"), "backs " + STEADY + "/lun0 already and cannot be"
+                            + " added to md0"},
+                    {"set md0/add md0/m1.img", "is a member of array md0"},
             };
             for (String[] c : cases) {
                 String message = refused(server, c[0]);
