@@ -360,6 +360,53 @@ class LiveAdministrationTest {
     }
 
     @Test
+    void aLuksVolumeIsExportedAtRunTimeWithItsPassphraseOrKeyFileAndAnOpenKeyFileIsRefused() throws Exception {
+        ExternalTools.requireTool("qemu-io");
+        Path image = dir.resolve("data/luks.img");
+        Files.createDirectories(image.getParent());
+        byte[] passphrase = "luks-passphrase-1".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        try (var device = io.stripestack.blockdev.FileBlockDevice.create(image, 32 << 20, 512, false)) {
+            io.stripestack.crypto.luks.LuksFormatter.format(device, io.stripestack.crypto.luks.LuksFormatOptions.luks2()
+                    .withKdf(new io.stripestack.crypto.luks.Kdf.Pbkdf2(io.stripestack.crypto.luks.LuksHash.SHA256, 1000))
+                    .withDigestIterations(1000), passphrase);
+        }
+        Path pass = dir.resolve("luks.pass");
+        Path key = dir.resolve("luks.key");
+        for (Path p : new Path[] {pass, key}) {
+            Files.write(p, passphrase);
+            Files.setPosixFilePermissions(p, PosixFilePermissions.fromString("rw-------"));
+        }
+        try (StripestackServer server = StripestackServer.start(ConfigLoader.load(configFile()))) {
+            try (SteadyLoad steady = new SteadyLoad(server)) {
+                admin(server, "target create " + LIVE);
+                String created = admin(server, "lun create " + LIVE + " 0 --file " + image + " --luks-passphrase-file " + pass);
+                assertTrue(created.contains("created LUN 0"), created);
+                assertTrue(admin(server, "ls").contains("lun0 [file " + image + ", luks, read-write]"), admin(server, "ls"));
+                qemuIo(url(server, LIVE, 0), "write -P 0x6b 0 1M", "read -P 0x6b 0 1M");
+                admin(server, "lun delete " + LIVE + " 0");
+                byte[] stored = Files.readAllBytes(image);
+                for (int sector = 0; sector < stored.length; sector += 512) {
+                    int run = 0;
+                    while (run < 512 && stored[sector + run] == 0x6b) {
+                        run++;
+                    }
+                    assertTrue(run < 512, "sector " + sector / 512 + " holds the plaintext written, not ciphertext");
+                }
+
+                admin(server, "lun create " + LIVE + " 0 --file " + image + " --luks-key-file " + key);
+                qemuIo(url(server, LIVE, 0), "read -P 0x6b 0 1M");
+                admin(server, "lun delete " + LIVE + " 0");
+                Files.setPosixFilePermissions(key, PosixFilePermissions.fromString("rw-r--r--"));
+                String before = admin(server, "ls");
+                String open = refused(server, "lun create " + LIVE + " 0 --file " + image + " --luks-key-file " + key);
+                assertTrue(open.contains(key.toString()) && open.contains("readable by group or others"), open);
+                assertEquals(before, admin(server, "ls"), "the refusal changed nothing");
+                steady.check();
+            }
+        }
+    }
+
+    @Test
     void aLunInUseIsDeletedOnlyWithForceAndARemovedAclEndsThatInitiatorsSession() throws Exception {
         try (StripestackServer server = StripestackServer.start(ConfigLoader.load(configFile()))) {
             try (SteadyLoad steady = new SteadyLoad(server)) {
