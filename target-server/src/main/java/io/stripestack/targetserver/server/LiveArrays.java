@@ -102,7 +102,22 @@ final class LiveArrays implements AutoCloseable {
             throw new IllegalArgumentException("array " + ac.name() + ": its member files exist, and --member-size"
                     + " creates new ones; drop --member-size to assemble them; nothing changed");
         }
-        StackBuilder.OpenedArray opened = StackBuilder.openArray(ac, options(ac));
+        List<Path> absent = files.stream().filter(f -> !Files.exists(f)).toList();
+        StackBuilder.OpenedArray opened;
+        try {
+            opened = StackBuilder.openArray(ac, options(ac));
+        } catch (IOException | RuntimeException e) {
+            // a creation that failed part way leaves no member file behind: the refusal changes nothing
+            for (Path f : absent) {
+                try {
+                    Files.deleteIfExists(f);
+                } catch (IOException ignored) {
+                    e.addSuppressed(ignored);
+                }
+            }
+            throw new IOException("array " + ac.name() + " not " + (existing == 0 ? "created" : "assembled") + ": "
+                    + e.getMessage() + "; nothing changed", e);
+        }
         Raid5Array array = opened.array();
         publish(ac, array);
         log.info("array {} {} at run time: {}", ac.name(), opened.created() ? "created" : "assembled",

@@ -539,6 +539,8 @@ class LiveAdministrationTest {
                     {"array create md2 " + fresh("x", "y", "z") + " --chunk 16K", "go with --member-size"},
                     {"array create md2 " + fresh("x", "y", "z") + " --member-size 8M --chunk 3K", "not a power of two"},
                     {"array create no/slash " + fresh("x", "y", "z") + " --member-size 8M", "is not an array name"},
+                    {"array create md2 " + fresh("x", "y", "z") + " --spare " + dir.resolve("data/steady.img/under-a-file.img")
+                            + " --member-size 8M", "array md2 not created"},
                     {"array delete md0", "array md0 is exported by " + LIVE + "/lun1"},
                     {"array delete md9", "no array md9"},
                     {"set md0/add " + dir.resolve("data/steady.img"), "backs " + STEADY + "/lun0 already and cannot be"
