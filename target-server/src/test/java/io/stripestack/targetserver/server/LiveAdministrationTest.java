@@ -324,7 +324,7 @@ class LiveAdministrationTest {
     }
 
     @Test
-    void chapAndMutualChapSetAtRunTimeAreWhatLibiscsiLogsInWith() throws Exception {
+    void chapMutualChapAndAclsSetAtRunTimeAreWhatLibiscsiMeets() throws Exception {
         ExternalTools.requireTool("iscsi-inq");
         Path secret = dir.resolve("one-way.secret");
         Path targetSecret = dir.resolve("mutual.secret");
@@ -354,6 +354,13 @@ class LiveAdministrationTest {
                 inqWithChap(url, "alice", "initiator-secret-1", null, null).requireSuccess("one-way CHAP still works");
                 admin(server, "chap clear " + LIVE);
                 run("iscsi-inq", "-i", OTHER_INITIATOR, url).requireSuccess("no CHAP any more");
+                // ACLs as libiscsi meets them: the first entry shuts every other initiator out
+                admin(server, "acl add " + LIVE + " iqn.2026-11.io.example:me");
+                Result shut = run("iscsi-inq", "-i", OTHER_INITIATOR, url);
+                assertTrue(shut.exitCode() != 0, "not on the list: " + shut.output());
+                run("iscsi-inq", "-i", "iqn.2026-11.io.example:me", url).requireSuccess("iscsi-inq as the listed initiator");
+                admin(server, "acl add " + LIVE + " " + OTHER_INITIATOR);
+                run("iscsi-inq", "-i", OTHER_INITIATOR, url).requireSuccess("iscsi-inq once listed");
                 steady.check();
             }
         }
