@@ -78,12 +78,18 @@ final class LiveTargets implements AutoCloseable {
 
     // ------------------------------------------------------------------ start-up
 
-    /** Builds a configured target and its LUNs; before {@link #attach}. */
+    /**
+     * Builds a configured target and its LUNs; before {@link #attach}. A LUN file that is an array's member or
+     * another LUN's file is refused as at run time (the loader checks each section on its own).
+     */
     synchronized void addAtStart(TargetConfig tc) throws IOException {
         CopyTargets copyTargets = new CopyTargets(); // EXTENDED COPY reaches the LUNs of its own target only
         Map<Long, LogicalUnit> units = new LinkedHashMap<>();
         List<LunStack> built = new ArrayList<>();
         for (LunConfig lc : tc.luns()) {
+            if (lc.backing().file() != null) {
+                arrays.refuseFileInUse(lc.backing().file(), "back LUN " + lc.lun() + " of " + tc.iqn());
+            }
             LunFactory.BuiltLun lun = factory.build(tc.iqn(), lc, copyTargets, true);
             built.add(lun.stack());
             luns.add(lun.stack());

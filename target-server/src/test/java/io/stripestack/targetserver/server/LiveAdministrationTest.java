@@ -608,6 +608,27 @@ class LiveAdministrationTest {
         }
     }
 
+    @Test
+    void aConfigurationWhoseArraysOrLunsShareAFileDoesNotStart() throws Exception {
+        String shared = Files.readString(configFile()).replace("    chunk: 16KiB\n", """
+                    chunk: 16KiB
+                  md1:
+                    members: [md1/a.img, md0/m2.img, md1/c.img]
+                    create_member_size: 8MiB
+                """);
+        Files.writeString(dir.resolve("shared.yaml"), shared);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> StripestackServer.start(ConfigLoader.load(dir.resolve("shared.yaml"))).close());
+        assertTrue(e.getMessage().contains("file " + dir.resolve("data/md0/m2.img") + " is a member of array md"),
+                e.getMessage());
+        String lunOnMember = Files.readString(configFile()).replace("file: steady.img, create_size: 16MiB",
+                "file: md0/m1.img");
+        Files.writeString(dir.resolve("lun-on-member.yaml"), lunOnMember);
+        e = assertThrows(IllegalArgumentException.class,
+                () -> StripestackServer.start(ConfigLoader.load(dir.resolve("lun-on-member.yaml"))).close());
+        assertTrue(e.getMessage().contains("is a member of array md0 and cannot back LUN 0 of " + STEADY), e.getMessage());
+    }
+
     /** Paths of member files that do not exist. */
     private String fresh(String... names) {
         StringBuilder out = new StringBuilder();
