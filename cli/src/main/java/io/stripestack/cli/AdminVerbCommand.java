@@ -10,7 +10,8 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Unmatched;
 
 /**
- * The administration verbs ({@code ls}, {@code target}, {@code lun}, {@code acl}, {@code chap}, {@code saveconfig}):
+ * The administration verbs ({@code ls}, {@code portal}, {@code array}, {@code target}, {@code lun}, {@code acl},
+ * {@code chap}, {@code saveconfig}):
  * each sends its words to the running server's admin socket, which checks them (docs/operations.md), and prints
  * the answer. Paths are sent absolute, since the server may run in another directory; a word with white space
  * cannot be sent (the request is one line of words). Secrets never pass here: CHAP takes a secret file.
@@ -51,6 +52,42 @@ abstract class AdminVerbCommand implements Callable<Integer> {
         @Override
         String verb() {
             return "ls";
+        }
+    }
+
+    @Command(name = "portal", mixinStandardHelpOptions = true,
+            description = {"Listen on another address, or stop listening on one, on the running server.",
+                    "  stripestack portal create HOST:PORT   (port 0 picks a free one; [::1]:3260 for IPv6)",
+                    "  stripestack portal delete HOST:PORT   (sessions logged in through it stay; the last one stays)"})
+    static final class PortalVerb extends AdminVerbCommand {
+        @Override
+        String verb() {
+            return "portal";
+        }
+    }
+
+    @Command(name = "array", mixinStandardHelpOptions = true,
+            description = {"Start or stop a RAID-5 array on the running server (member files only; remote members are"
+                    + " configured in the file).",
+                    "  stripestack array create NAME MEMBER_FILE... [--spare FILE]...   (assembles existing members)",
+                    "  stripestack array create NAME MEMBER_FILE... --member-size SIZE [--chunk SIZE] [--layout L] [--sparse]",
+                    "      (creates the members, like mdadm --create; none of them may exist)",
+                    "  stripestack array delete NAME   (refused while a LUN exports it; the member files stay)"})
+    static final class Array extends AdminVerbCommand {
+        private static final List<String> VALUE_OPTIONS = List.of("--member-size", "--chunk", "--layout");
+
+        @Override
+        String verb() {
+            return "array";
+        }
+
+        @Override
+        boolean isPath(List<String> words, int i) {
+            if (words.isEmpty() || !words.get(0).equals("create") || i < 2) {
+                return false;
+            }
+            String previous = words.get(i - 1);
+            return previous.equals("--spare") || !words.get(i).startsWith("--") && !VALUE_OPTIONS.contains(previous);
         }
     }
 
@@ -117,9 +154,10 @@ abstract class AdminVerbCommand implements Callable<Integer> {
     }
 
     @Command(name = "saveconfig", mixinStandardHelpOptions = true,
-            description = {"Write the running targets to the configuration file (or FILE) atomically.",
+            description = {"Write the running portals, arrays and targets to the configuration file (or FILE) atomically.",
                     "  stripestack saveconfig [FILE]",
-                    "Comments outside the targets: section are kept; the targets: section is written anew."})
+                    "Comments outside the targets: section are kept; the targets: section is written anew, and an"
+                            + " arrays: entry is added or dropped whole."})
     static final class SaveConfig extends AdminVerbCommand {
         @Override
         String verb() {

@@ -7,7 +7,7 @@ import picocli.CommandLine.Command;
 @Command(name = "stripestack", mixinStandardHelpOptions = true, version = "stripestack 0.1.0",
         description = "User-space iSCSI target exporting dm-crypt-on-md-RAID-5 compatible stacks.",
         subcommands = {ServeCommand.class, CreateCommand.class, LuksCommand.class, CtlCommand.class, StatusCommand.class,
-                AdminVerbCommand.Ls.class, AdminVerbCommand.Target.class, AdminVerbCommand.Lun.class, AdminVerbCommand.Acl.class,
+                AdminVerbCommand.Ls.class, AdminVerbCommand.PortalVerb.class, AdminVerbCommand.Array.class, AdminVerbCommand.Target.class, AdminVerbCommand.Lun.class, AdminVerbCommand.Acl.class,
                 AdminVerbCommand.Chap.class, AdminVerbCommand.SaveConfig.class, io.stripestack.bench.BenchCommand.class, io.stripestack.bench.soak.SoakCommand.class, CommandLine.HelpCommand.class})
 public final class StripestackCli {
 

@@ -13,7 +13,7 @@ import java.nio.file.attribute.PosixFilePermissions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The administration verbs as an operator types them: ls, target, lun, acl, chap, saveconfig. */
+/** The administration verbs as an operator types them: ls, portal, array, target, lun, acl, chap, saveconfig. */
 class AdminVerbsCliTest {
     private static final String IQN = "iqn.2026-11.io.stripestack:cli";
 
@@ -56,10 +56,22 @@ class AdminVerbsCliTest {
             assertTrue(refused.err().contains("exists already"), refused.err());
 
             ok(cli("lun", "--socket", socket, "delete", IQN, "0", "--force"), "deleted LUN 0");
-            ok(cli("saveconfig", "--socket", socket), "saved 2 targets to " + config);
+            String[] members = new String[3];
+            for (int i = 0; i < 3; i++) {
+                members[i] = here.relativize(dir.resolve("md1/m" + i + ".img")).toString();
+            }
+            ok(cli("array", "--socket", socket, "create", "md1", members[0], members[1], members[2], "--member-size", "4M",
+                    "--chunk", "64K", "--spare", here.relativize(dir.resolve("md1/s.img")).toString()), "created array md1");
+            assertTrue(Files.exists(dir.resolve("md1/m2.img")) && Files.exists(dir.resolve("md1/s.img")),
+                    "the members were made where the operator meant");
+            ok(cli("lun", "--socket", socket, "create", IQN, "1", "--array", "md1"), "created LUN 1");
+            ok(cli("portal", "--socket", socket, "create", "127.0.0.2:0"), "listening on 127.0.0.2:");
+            ok(cli("saveconfig", "--socket", socket), "saved 2 portals, 1 arrays and 2 targets to " + config);
         }
         assertTrue(Files.readString(config).contains("secret_file: \"" + secret + "\""), Files.readString(config));
         assertEquals(2, ConfigLoader.load(config).targets().size());
+        assertEquals(2, ConfigLoader.load(config).server().portals().size());
+        assertEquals(dir.resolve("md1/s.img"), ConfigLoader.load(config).arrays().get("md1").spares().get(0));
     }
 
     @Test
@@ -67,8 +79,10 @@ class AdminVerbsCliTest {
         ok(cli("lun", "--help"), "stripestack lun create IQN LUN --file PATH [--size SIZE]");
         ok(cli("chap", "--help"), "stripestack chap set IQN USER SECRET_FILE [--mutual]");
         ok(cli("saveconfig", "--help"), "Comments outside the targets: section are kept");
+        ok(cli("array", "--help"), "stripestack array create NAME MEMBER_FILE... --member-size SIZE");
+        ok(cli("portal", "--help"), "stripestack portal create HOST:PORT");
         Outcome help = cli("--help");
-        for (String verb : new String[] {"ls", "target", "lun", "acl", "chap", "saveconfig"}) {
+        for (String verb : new String[] {"ls", "portal", "array", "target", "lun", "acl", "chap", "saveconfig"}) {
             assertTrue(help.out().contains("  " + verb + " "), verb + " listed: " + help.out());
         }
     }

@@ -35,7 +35,7 @@ import org.yaml.snakeyaml.nodes.Node;
  * current directory ({@code data_dir} itself); see docs/configuration.md.
  */
 public final class ConfigLoader {
-    static final List<String> LAYOUTS = List.of("left-asymmetric", "right-asymmetric", "left-symmetric", "right-symmetric");
+    public static final List<String> LAYOUTS = List.of("left-asymmetric", "right-asymmetric", "left-symmetric", "right-symmetric");
 
     private ConfigLoader() {
     }
@@ -191,30 +191,10 @@ public final class ConfigLoader {
     }
 
     private static Portal portal(YamlNode n) throws ConfigException {
-        String text = n.string().trim();
-        String host;
-        String port;
-        if (text.startsWith("[")) {
-            int close = text.indexOf(']');
-            if (close < 0) {
-                throw n.error("'" + text + "' is not HOST:PORT ([::1]:3260 for IPv6)");
-            }
-            host = text.substring(1, close);
-            port = text.length() > close + 1 && text.charAt(close + 1) == ':' ? text.substring(close + 2)
-                    : Integer.toString(ServerDefaults.PORT);
-        } else {
-            int colon = text.lastIndexOf(':');
-            host = colon < 0 ? text : text.substring(0, colon);
-            port = colon < 0 ? Integer.toString(ServerDefaults.PORT) : text.substring(colon + 1);
-        }
         try {
-            int p = Integer.parseInt(port);
-            if (p < 0 || p > 65535) {
-                throw new NumberFormatException();
-            }
-            return new Portal(host, p);
-        } catch (NumberFormatException e) {
-            throw n.error("'" + text + "' is not HOST:PORT (port 0..65535; 0 picks a free port)");
+            return Portal.parse(n.string());
+        } catch (IllegalArgumentException e) {
+            throw n.error(e.getMessage());
         }
     }
 

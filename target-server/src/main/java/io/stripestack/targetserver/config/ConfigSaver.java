@@ -1,30 +1,45 @@
 package io.stripestack.targetserver.config;
 
+import io.stripestack.targetserver.config.StripestackConfig.ArrayConfig;
+import io.stripestack.targetserver.config.StripestackConfig.Portal;
 import io.stripestack.targetserver.config.StripestackConfig.TargetConfig;
 import java.io.IOException;
 import java.io.StringReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import org.yaml.snakeyaml.DumperOptions;
+import org.yaml.snakeyaml.error.Mark;
 import org.yaml.snakeyaml.LoaderOptions;
 import org.yaml.snakeyaml.Yaml;
 import org.yaml.snakeyaml.nodes.MappingNode;
 import org.yaml.snakeyaml.nodes.Node;
 import org.yaml.snakeyaml.nodes.NodeTuple;
 import org.yaml.snakeyaml.nodes.ScalarNode;
+import org.yaml.snakeyaml.nodes.SequenceNode;
 
 /**
- * {@code saveconfig}: writes the running targets into a configuration file. Only the top-level {@code targets:}
- * section is written anew; every other line of the file (data_dir, server, arrays, their comments and layout)
- * is kept as it is, and comments inside the targets section are not (comment lines at column 0 at the end of
- * the section stay: they usually introduce the next top-level key). The result is parsed as the server would
+ * {@code saveconfig}: writes the running portals, arrays and targets into a configuration file. {@code
+ * server.portals} is rewritten in flow style ({@code ["HOST:PORT", ...]}) when the running portals differ from
+ * the file's, its comments and the rest of the server section kept. The top-level {@code
+ * targets:} section is written anew; comments inside it are not kept (comment lines at column 0 at the end of
+ * the section stay: they usually introduce the next top-level key). In the {@code arrays:} section an entry of an
+ * array that no longer runs is dropped whole, one for an array created at run time is added after the others,
+ * and every other entry is kept as written, comments included ({@link ArraysYaml}); an {@code arrays:} section
+ * in flow style ({@code {...}}) is written anew when it changes. Every other line of the file (data_dir, server,
+ * their comments and layout) is kept as it is. The result is parsed as the server would
  * load it before anything is written, so a state that would not load back is refused and the file left alone;
  * then it replaces the file atomically ({@link AtomicFile}). Stateless.
  */
 public final class ConfigSaver {
     /** What the operator is told about comments, in the answer and in docs/operations.md. */
-    public static final String COMMENTS_NOTE = "comments and layout outside the targets: section are kept;"
-            + " the targets: section is written anew, without comments";
+    public static final String COMMENTS_NOTE = "comments and layout outside the targets: section are kept, and so"
+            + " are the entries of arrays still running; the targets: section is written anew, without comments";
 
     private ConfigSaver() {
     }
@@ -35,15 +50,31 @@ public final class ConfigSaver {
      * @param workDir  where a relative data_dir resolves, as when the server loads the file
      * @return how many targets the written file holds
      */
-    public static int save(Path file, String baseText, List<TargetConfig> targets, Path dataDir,
-            Path workDir) throws IOException {
-        String text = withTargets(baseText, TargetsYaml.render(targets, dataDir));
+    public static int save(Path file, String baseText, RunningState state, Path dataDir, Path workDir)
+            throws IOException {
+        List<ArrayConfig> arrays = state.arrays();
+        String text;
+        try {
+            text = withTargets(withArrays(withPortals(baseText, state.portals()), arrays, dataDir),
+                    TargetsYaml.render(state.targets(), dataDir));
+        } catch (IllegalArgumentException e) {
+            throw new IOException("not saved: " + e.getMessage() + "; " + file + " is unchanged", e);
+        }
         StripestackConfig reloaded;
         try {
             reloaded = ConfigLoader.parse(file.toString(), text, workDir);
         } catch (ConfigException e) {
             throw new IOException("not saved: the running state would not load back (" + e.getMessage()
                     + "); " + file + " is unchanged", e);
+        }
+        if (!reloaded.arrays().keySet().equals(names(arrays))) {
+            throw new IOException("not saved: the file would define the arrays " + reloaded.arrays().keySet()
+                    + " and the server runs " + names(arrays) + " (is the arrays: section written in an unusual way?); "
+                    + file + " is unchanged");
+        }
+        if (!reloaded.server().portals().equals(state.portals())) {
+            throw new IOException("not saved: the file would list the portals " + reloaded.server().portals()
+                    + " and the server runs " + state.portals() + "; " + file + " is unchanged");
         }
         for (TargetConfig t : reloaded.targets()) { // the check read the secret files: zero what it read
             for (StripestackConfig.ChapConfig c : new StripestackConfig.ChapConfig[] {t.chap(), t.mutualChap()}) {
@@ -56,39 +87,220 @@ public final class ConfigSaver {
         return reloaded.targets().size();
     }
 
-    /** {@code text} with its top-level targets section replaced by {@code section} (appended if it has none). */
-    static String withTargets(String text, String section) throws IOException {
-        Node root;
+    /**
+     * {@code text} with {@code server.portals} set to {@code running} (in flow style, in place of the list the
+     * file has, or added as the server section's first key); the text itself when the file lists those portals.
+     */
+    static String withPortals(String text, List<Portal> running) throws IOException {
+        Node root = compose(text);
+        String[] lines = text.split("\n", -1);
+        String list = portalList(running);
+        if (!(root instanceof MappingNode mapping)) {
+            return text; // withArrays and withTargets make a file of it; an absent list is the default
+        }
+        List<NodeTuple> entries = mapping.getValue();
+        int at = indexOf(entries, "server");
+        if (at < 0) {
+            if (running.equals(List.of(DEFAULT_PORTAL))) {
+                return text;
+            }
+            int targets = indexOf(entries, "targets");
+            int line = targets < 0 ? lines.length : entries.get(targets).getKeyNode().getStartMark().getLine();
+            return splice(lines, line, line, "server:\n  portals: " + list + "\n");
+        }
+        Node server = entries.get(at).getValueNode();
+        if (!(server instanceof MappingNode serverMap) || serverMap.getValue().isEmpty()) {
+            return splice(lines, entries.get(at).getKeyNode().getStartMark().getLine(), sectionEnd(lines, entries, at),
+                    "server:\n  portals: " + list + "\n");
+        }
+        int portalsAt = indexOf(serverMap.getValue(), "portals");
+        if (portalsAt < 0) {
+            if (running.equals(List.of(DEFAULT_PORTAL))) {
+                return text;
+            }
+            if (serverMap.getFlowStyle() == DumperOptions.FlowStyle.FLOW) {
+                int open = offset(lines, serverMap.getStartMark()) + 1;
+                return text.substring(0, open) + "portals: " + list + ", " + text.substring(open);
+            }
+            Mark first = serverMap.getValue().get(0).getKeyNode().getStartMark();
+            return splice(lines, first.getLine(), first.getLine(), " ".repeat(first.getColumn()) + "portals: " + list + "\n");
+        }
+        Node value = serverMap.getValue().get(portalsAt).getValueNode();
+        List<Portal> inFile = new ArrayList<>();
+        if (value instanceof SequenceNode seq) {
+            for (Node item : seq.getValue()) {
+                if (!(item instanceof ScalarNode scalar)) {
+                    return text; // the loader refuses it; the check after rendering says so
+                }
+                inFile.add(Portal.parse(scalar.getValue()));
+            }
+        }
+        if (inFile.equals(running)) {
+            return text;
+        }
+        Mark end = value instanceof SequenceNode seq && seq.getFlowStyle() == DumperOptions.FlowStyle.BLOCK
+                && !seq.getValue().isEmpty() ? seq.getValue().get(seq.getValue().size() - 1).getEndMark() : value.getEndMark();
+        return text.substring(0, offset(lines, value.getStartMark())) + list + text.substring(offset(lines, end));
+    }
+
+    private static final Portal DEFAULT_PORTAL = new Portal("127.0.0.1", ServerDefaults.PORT);
+
+    private static String portalList(List<Portal> portals) {
+        StringBuilder y = new StringBuilder("[");
+        for (int i = 0; i < portals.size(); i++) {
+            y.append(i == 0 ? "" : ", ").append(TargetsYaml.quote(portals.get(i).toString()));
+        }
+        return y.append(']').toString();
+    }
+
+    /** The character offset of {@code m} in the text split into {@code lines} (columns count code points). */
+    private static int offset(String[] lines, Mark m) {
+        int offset = 0;
+        for (int l = 0; l < m.getLine(); l++) {
+            offset += lines[l].length() + 1;
+        }
+        return offset + lines[m.getLine()].offsetByCodePoints(0, m.getColumn());
+    }
+
+    private static Set<String> names(List<ArrayConfig> arrays) {
+        Set<String> names = new TreeSet<>();
+        arrays.forEach(a -> names.add(a.name()));
+        return names;
+    }
+
+    /**
+     * {@code text} with the entries of arrays not in {@code running} taken out of its top-level arrays section and
+     * the entries of those it lacks added; the text itself when the names match.
+     */
+    static String withArrays(String text, List<ArrayConfig> running, Path dataDir) throws IOException {
+        Node root = compose(text);
+        String[] lines = text.split("\n", -1);
+        Map<String, ArrayConfig> wanted = new LinkedHashMap<>();
+        running.forEach(a -> wanted.put(a.name(), a));
+        if (!(root instanceof MappingNode mapping)) {
+            return wanted.isEmpty() ? text : text + (text.isEmpty() || text.endsWith("\n") ? "" : "\n")
+                    + section(running, dataDir);
+        }
+        List<NodeTuple> entries = mapping.getValue();
+        int at = indexOf(entries, "arrays");
+        if (at < 0) {
+            if (wanted.isEmpty()) {
+                return text;
+            }
+            int targets = indexOf(entries, "targets");
+            int line = targets < 0 ? lines.length : entries.get(targets).getKeyNode().getStartMark().getLine();
+            return splice(lines, line, line, section(running, dataDir));
+        }
+        int first = entries.get(at).getKeyNode().getStartMark().getLine();
+        int end = sectionEnd(lines, entries, at);
+        Node value = entries.get(at).getValueNode();
+        if (!(value instanceof MappingNode arraysNode) || arraysNode.getFlowStyle() == DumperOptions.FlowStyle.FLOW
+                || arraysNode.getValue().isEmpty()) {
+            Set<String> inFile = new TreeSet<>();
+            if (value instanceof MappingNode m) {
+                m.getValue().forEach(t -> inFile.add(((ScalarNode) t.getKeyNode()).getValue()));
+            }
+            return inFile.equals(wanted.keySet()) ? text : splice(lines, first, end, section(running, dataDir));
+        }
+        List<NodeTuple> arrayEntries = arraysNode.getValue();
+        StringBuilder kept = new StringBuilder();
+        for (int l = first; l < arrayEntries.get(0).getKeyNode().getStartMark().getLine(); l++) {
+            kept.append(lines[l]).append('\n'); // "arrays:" and the comments before its first entry
+        }
+        boolean changed = false;
+        int entriesLeft = 0;
+        int indent = arrayEntries.get(0).getKeyNode().getStartMark().getColumn();
+        for (int i = 0; i < arrayEntries.size(); i++) {
+            String name = ((ScalarNode) arrayEntries.get(i).getKeyNode()).getValue();
+            int from = arrayEntries.get(i).getKeyNode().getStartMark().getLine();
+            int to = i + 1 < arrayEntries.size() ? arrayEntries.get(i + 1).getKeyNode().getStartMark().getLine() : end;
+            if (wanted.remove(name) == null) {
+                changed = true;
+                continue;
+            }
+            for (int l = from; l < to; l++) {
+                kept.append(lines[l]).append('\n');
+            }
+            entriesLeft++;
+        }
+        for (ArrayConfig added : wanted.values()) {
+            kept.append(ArraysYaml.entry(added, indent, dataDir));
+            changed = true;
+            entriesLeft++;
+        }
+        if (!changed) {
+            return text;
+        }
+        return splice(lines, first, end, entriesLeft == 0 ? "arrays: {}\n" : kept.toString());
+    }
+
+    private static String section(List<ArrayConfig> arrays, Path dataDir) {
+        if (arrays.isEmpty()) {
+            return "arrays: {}\n";
+        }
+        StringBuilder y = new StringBuilder("arrays:\n");
+        arrays.forEach(a -> y.append(ArraysYaml.entry(a, 2, dataDir)));
+        return y.toString();
+    }
+
+    /** Lines {@code [0, from)}, then {@code middle}, then lines {@code [to, end)}. */
+    private static String splice(String[] lines, int from, int to, String middle) {
+        StringBuilder out = new StringBuilder();
+        for (int l = 0; l < from; l++) {
+            out.append(lines[l]).append('\n');
+        }
+        out.append(middle);
+        for (int l = to; l < lines.length; l++) {
+            out.append(lines[l]);
+            if (l < lines.length - 1) {
+                out.append('\n');
+            }
+        }
+        return out.toString();
+    }
+
+    private static int indexOf(List<NodeTuple> entries, String key) {
+        for (int i = 0; i < entries.size(); i++) {
+            if (entries.get(i).getKeyNode() instanceof ScalarNode k && k.getValue().equals(key)) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /**
+     * Where the top-level section {@code i} ends: the next key's line, or the end of the file, less the comment
+     * lines at column 0 and blank lines before it (they usually introduce what follows).
+     */
+    private static int sectionEnd(String[] lines, List<NodeTuple> entries, int i) {
+        int first = entries.get(i).getKeyNode().getStartMark().getLine();
+        int end = i + 1 < entries.size() ? entries.get(i + 1).getKeyNode().getStartMark().getLine() : lines.length;
+        while (end > first + 1 && (lines[end - 1].startsWith("#") || lines[end - 1].isBlank())) {
+            end--;
+        }
+        return end;
+    }
+
+    private static Node compose(String text) throws IOException {
         try {
-            root = new Yaml(new LoaderOptions()).compose(new StringReader(text));
+            return new Yaml(new LoaderOptions()).compose(new StringReader(text));
         } catch (RuntimeException e) {
             throw new IOException("not saved: the configuration file is not valid YAML now (" + e.getMessage() + ")", e);
         }
+    }
+
+    /** {@code text} with its top-level targets section replaced by {@code section} (appended if it has none). */
+    static String withTargets(String text, String section) throws IOException {
+        Node root = compose(text);
         String[] lines = text.split("\n", -1);
         if (!(root instanceof MappingNode mapping)) {
             return text + (text.isEmpty() || text.endsWith("\n") ? "" : "\n") + section;
         }
         List<NodeTuple> entries = mapping.getValue();
-        for (int i = 0; i < entries.size(); i++) {
-            if (entries.get(i).getKeyNode() instanceof ScalarNode key && key.getValue().equals("targets")) {
-                int first = key.getStartMark().getLine();
-                int end = i + 1 < entries.size() ? entries.get(i + 1).getKeyNode().getStartMark().getLine() : lines.length;
-                while (end > first + 1 && (lines[end - 1].startsWith("#") || lines[end - 1].isBlank())) {
-                    end--;
-                }
-                StringBuilder out = new StringBuilder();
-                for (int l = 0; l < first; l++) {
-                    out.append(lines[l]).append('\n');
-                }
-                out.append(section);
-                for (int l = end; l < lines.length; l++) {
-                    out.append(lines[l]);
-                    if (l < lines.length - 1) {
-                        out.append('\n');
-                    }
-                }
-                return out.toString();
-            }
+        int i = indexOf(entries, "targets");
+        if (i >= 0) {
+            return splice(lines, entries.get(i).getKeyNode().getStartMark().getLine(), sectionEnd(lines, entries, i),
+                    section);
         }
         return text + (text.isEmpty() || text.endsWith("\n") ? "" : "\n") + section;
     }

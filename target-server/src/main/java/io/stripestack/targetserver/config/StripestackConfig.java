@@ -35,6 +35,35 @@ public record StripestackConfig(Path file, Path dataDir, ServerConfig server, Ma
     }
 
     public record Portal(String host, int port) {
+        /** {@code HOST[:PORT]} or {@code [IPV6][:PORT]}, port 3260 when not given; refused with the reason. */
+        public static Portal parse(String text) {
+            String t = text.trim();
+            String host;
+            String port;
+            if (t.startsWith("[")) {
+                int close = t.indexOf(']');
+                if (close < 0) {
+                    throw new IllegalArgumentException("'" + t + "' is not HOST:PORT ([::1]:3260 for IPv6)");
+                }
+                host = t.substring(1, close);
+                port = t.length() > close + 1 && t.charAt(close + 1) == ':' ? t.substring(close + 2)
+                        : Integer.toString(ServerDefaults.PORT);
+            } else {
+                int colon = t.lastIndexOf(':');
+                host = colon < 0 ? t : t.substring(0, colon);
+                port = colon < 0 ? Integer.toString(ServerDefaults.PORT) : t.substring(colon + 1);
+            }
+            try {
+                int p = Integer.parseInt(port);
+                if (p < 0 || p > 65535) {
+                    throw new NumberFormatException();
+                }
+                return new Portal(host, p);
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("'" + t + "' is not HOST:PORT (port 0..65535; 0 picks a free port)", e);
+            }
+        }
+
         @Override
         public String toString() {
             return (host.contains(":") ? "[" + host + "]" : host) + ":" + port;

@@ -663,11 +663,16 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
      * Graceful close: stops taking commands, asks a logged-in initiator to log out (Async Message,
      * RFC 7143 section 11.9) and closes the connection once no command is executing and the
      * initiator logged out or half the drain timeout passed. The promise completes when the
-     * connection is closed. Safe from any thread.
+     * connection is closed. Safe from any thread; a second drain (an administrative change and a login
+     * that ends itself, or a shutdown) joins the first and completes with it.
      */
     Promise<Void> drain() {
         Promise<Void> promise = ctx.executor().newPromise();
         ctx.executor().execute(() -> {
+            if (drained != null) {
+                drained.addListener(f -> promise.trySuccess(null));
+                return;
+            }
             draining = true;
             drained = promise;
             if (ctx.channel().isActive() && fullFeature && target != null && !closing) {

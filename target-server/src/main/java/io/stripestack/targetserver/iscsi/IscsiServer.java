@@ -37,7 +37,7 @@ import org.slf4j.LoggerFactory;
  * to the drain timeout for executing commands to answer, then closes every connection). Uses epoll
  * when available, NIO otherwise.
  *
- * <p>Concurrency: start and close are synchronized on the server; each connection lives on one
+ * <p>Concurrency: start, close and the portals' changes are synchronized on the server; each connection lives on one
  * event loop thread; commands run on the caller's executor, which the caller owns and shuts down.
  */
 public final class IscsiServer implements AutoCloseable {
@@ -45,6 +45,7 @@ public final class IscsiServer implements AutoCloseable {
 
     private final ServerContext context;
     private final List<Channel> serverChannels = new ArrayList<>();
+    private ServerBootstrap bootstrap;
     private EventLoopGroup acceptGroup;
     private EventLoopGroup ioGroup;
 
@@ -68,7 +69,7 @@ public final class IscsiServer implements AutoCloseable {
         Class<? extends ServerChannel> channelClass = epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
         acceptGroup = new MultiThreadIoEventLoopGroup(1, factory);
         ioGroup = new MultiThreadIoEventLoopGroup(0, factory);
-        ServerBootstrap bootstrap = new ServerBootstrap()
+        bootstrap = new ServerBootstrap()
                 .group(acceptGroup, ioGroup)
                 .channel(channelClass)
                 .option(ChannelOption.SO_BACKLOG, 256)
@@ -100,6 +101,42 @@ public final class IscsiServer implements AutoCloseable {
         }
         log.info("iSCSI target listening on {} ({}), targets {}", boundAddresses(), epoll ? "epoll" : "nio",
                 context.targets().stream().map(IscsiTargetDefinition::iqn).toList());
+    }
+
+    /**
+     * Listens on one more address at run time; returns it bound (port 0 resolved). Refused, naming the address,
+     * when it cannot be bound (in use, not local).
+     */
+    public synchronized InetSocketAddress addPortal(InetSocketAddress address) throws IOException {
+        if (acceptGroup == null) {
+            throw new IllegalStateException("iSCSI server is not started");
+        }
+        Channel channel;
+        try {
+            channel = bootstrap.bind(address).syncUninterruptibly().channel();
+        } catch (Exception e) {
+            throw new IOException("iSCSI: cannot listen on " + address + " (" + e.getMessage()
+                    + "): free the port or choose another address", e);
+        }
+        serverChannels.add(channel);
+        log.info("iSCSI target now also listening on {}", channel.localAddress());
+        return (InetSocketAddress) channel.localAddress();
+    }
+
+    /**
+     * Stops listening on a bound address (as {@link #boundAddresses} lists it): no new connection arrives there;
+     * connections accepted through it earlier are not touched. Returns whether it was bound.
+     */
+    public synchronized boolean removePortal(InetSocketAddress bound) {
+        for (Channel ch : serverChannels) {
+            if (bound.equals(ch.localAddress())) {
+                ch.close().syncUninterruptibly();
+                serverChannels.remove(ch);
+                log.info("iSCSI target no longer listening on {}", bound);
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The addresses actually bound, in configuration order (port 0 resolved). */

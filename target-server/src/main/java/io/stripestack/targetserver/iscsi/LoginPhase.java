@@ -168,13 +168,48 @@ final class LoginPhase {
         }
         int tsih = 0;
         if (step.enteredFullFeature()) {
+            int changed = definitionChangedStatus();
+            if (changed != LoginNegotiator.STATUS_SUCCESS) {
+                refuse(h, changed, currentStage, "the target's access settings changed during the login");
+                return;
+            }
             end();
             tsih = connection.enterFullFeature(negotiator, isid);
         }
         respond(h, LoginNegotiator.STATUS_SUCCESS, currentStage, step.transit, step.nextStage, step.keys, tsih);
         if (step.enteredFullFeature()) {
             connection.fullFeatureAnswered();
+            if (definitionChangedStatus() != LoginNegotiator.STATUS_SUCCESS) {
+                // changed between the check and the registration: the change may have ended the target's
+                // sessions before this one was registered, so it ends itself
+                log.info("{}: the access settings of {} changed as {} logged in; ending the session",
+                        connection.remote(), negotiator.target().iqn(), negotiator.initiatorName());
+                connection.drain();
+            }
         }
+    }
+
+    /**
+     * Success, or the status that refuses the login, when the target's definition (ACL, CHAP) was replaced or
+     * removed since the login looked it up: the login was checked, and CHAP verified, against the old one, whose
+     * secret is zeroed once replaced. An administrative change ends the sessions registered when it is made; a
+     * login must not slip past it. Any replacement counts, even one that leaves this initiator's access as it
+     * was (another initiator's ACL): an initiator still allowed gets "service unavailable" and logs in again.
+     */
+    private int definitionChangedStatus() {
+        IscsiTargetDefinition looked = negotiator.target();
+        if (looked == null) {
+            return LoginNegotiator.STATUS_SUCCESS;   // discovery
+        }
+        IscsiTargetDefinition current = server.target(looked.iqn());
+        if (current == looked) {
+            return LoginNegotiator.STATUS_SUCCESS;
+        }
+        if (current == null) {
+            return LoginNegotiator.STATUS_NOT_FOUND;
+        }
+        return current.allows(negotiator.initiatorName()) ? LoginNegotiator.STATUS_SERVICE_UNAVAILABLE
+                : LoginNegotiator.STATUS_AUTHORIZATION_FAILURE;
     }
 
     private void defer(ByteBuf header, Map<String, String> keys, long waitNanos) {

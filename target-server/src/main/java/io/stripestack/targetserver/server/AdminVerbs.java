@@ -1,29 +1,33 @@
 package io.stripestack.targetserver.server;
 
-import io.stripestack.raid5.Raid5Array;
+import io.stripestack.remote.RemoteMemberOptions;
 import io.stripestack.targetserver.config.ConfigException;
+import io.stripestack.targetserver.config.ConfigLoader;
 import io.stripestack.targetserver.config.ConfigSaver;
+import io.stripestack.targetserver.config.RunningState;
 import io.stripestack.targetserver.config.Sizes;
 import io.stripestack.targetserver.config.StripestackConfig;
+import io.stripestack.targetserver.config.StripestackConfig.ArrayConfig;
+import io.stripestack.targetserver.config.StripestackConfig.RemoteMembersConfig;
 import io.stripestack.targetserver.config.StripestackConfig.BackingConfig;
 import io.stripestack.targetserver.config.StripestackConfig.CryptoConfig;
 import io.stripestack.targetserver.config.StripestackConfig.LunConfig;
 import io.stripestack.targetserver.config.StripestackConfig.ReadaheadConfig;
 import io.stripestack.targetserver.control.ControlRegistry;
 import java.io.IOException;
-import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.function.Supplier;
 
 /**
  * The administration verbs of the admin socket, as a targetcli or tgtadm user guesses them (docs/operations.md):
  * <pre>
  *   ls
+ *   portal create HOST:PORT                  portal delete HOST:PORT
+ *   array create NAME MEMBER... [--spare FILE]... [--member-size SIZE [--chunk SIZE] [--layout L] [--sparse]]
+ *   array delete NAME
  *   target create IQN [--alias ALIAS]        target delete IQN [--force]
  *   lun create IQN LUN (--file PATH [--size SIZE] | --ram SIZE | --array NAME) [--read-only] [--serial S]
  *              [--key-file FILE [--cipher SPEC] [--key-size BITS] | --luks-key-file FILE | --luks-passphrase-file FILE]
@@ -32,30 +36,31 @@ import java.util.function.Supplier;
  *   chap set IQN USER SECRET_FILE [--mutual] chap clear IQN [--mutual]
  *   saveconfig [FILE]
  * </pre>
- * Parses the words and hands them to {@link LiveTargets}; with {@code server.autosave} every change that
+ * Parses the words and hands them to {@link LiveArrays} and {@link LiveTargets}; with {@code server.autosave} every change that
  * succeeded is saved at once. Relative paths resolve under the data directory (the CLI sends absolute ones).
  *
  * <p>Concurrency: called on the admin worker thread only, one request at a time; the state is in
- * {@link LiveTargets}.
+ * {@link LiveArrays} and {@link LiveTargets}.
  */
 final class AdminVerbs {
+    private final LiveArrays arrays;
     private final LiveTargets live;
     private final StripestackConfig config;
-    private final Map<String, Raid5Array> arrays;
-    private final Supplier<List<InetSocketAddress>> portals;
+    private final LivePortals portals;
 
-    private AdminVerbs(LiveTargets live, StripestackConfig config, Map<String, Raid5Array> arrays,
-            Supplier<List<InetSocketAddress>> portals) {
+    private AdminVerbs(LiveArrays arrays, LiveTargets live, StripestackConfig config, LivePortals portals) {
+        this.arrays = arrays;
         this.live = live;
         this.config = config;
-        this.arrays = arrays;
         this.portals = portals;
     }
 
-    static void register(ControlRegistry registry, LiveTargets live, StripestackConfig config,
-            Map<String, Raid5Array> arrays, Supplier<List<InetSocketAddress>> portals) {
-        AdminVerbs verbs = new AdminVerbs(live, config, arrays, portals);
+    static void register(ControlRegistry registry, LiveArrays arrays, LiveTargets live, StripestackConfig config,
+            LivePortals portals) {
+        AdminVerbs verbs = new AdminVerbs(arrays, live, config, portals);
         registry.registerCommand("ls", args -> verbs.ls());
+        registry.registerCommand("portal", verbs::portal);
+        registry.registerCommand("array", verbs::array);
         registry.registerCommand("target", verbs::target);
         registry.registerCommand("lun", verbs::lun);
         registry.registerCommand("acl", verbs::acl);
@@ -64,7 +69,72 @@ final class AdminVerbs {
     }
 
     private String ls() {
-        return AdminTree.render(arrays, live.runningTargets(), live.sessions(), portals.get());
+        return AdminTree.render(arrays.arrays(), live.runningTargets(), live.sessions(), portals.bound());
+    }
+
+    private String portal(List<String> a) throws IOException {
+        Words w = new Words(a, "portal create HOST:PORT | portal delete HOST:PORT");
+        String verb = w.next("create|delete");
+        String portal = w.next("HOST:PORT");
+        w.end();
+        return switch (verb) {
+            case "create" -> changed(portals.create(portal));
+            case "delete" -> changed(portals.delete(portal));
+            default -> throw w.usage();
+        };
+    }
+
+    /**
+     * {@code array create NAME MEMBER...}: assembles the array from its existing member files, or, with {@code
+     * --member-size}, creates it on new ones (mdadm --create's defaults: chunk 512 KiB, left-symmetric, files
+     * allocated unless {@code --sparse}). Remote members are configured in the file only.
+     */
+    private String array(List<String> a) throws IOException {
+        Words w = new Words(a, "array create NAME MEMBER_FILE... [--spare FILE]... [--member-size SIZE [--chunk SIZE]"
+                + " [--layout LAYOUT] [--sparse]] | array delete NAME");
+        switch (w.next("create|delete")) {
+            case "create" -> {
+                String name = w.next("NAME");
+                List<Path> members = new ArrayList<>();
+                for (String m; (m = w.optionalNext()) != null; ) {
+                    members.add(config.dataDir().resolve(m).normalize());
+                }
+                List<Path> spares = new ArrayList<>();
+                for (String sp; (sp = w.option("--spare")) != null; ) {
+                    spares.add(config.dataDir().resolve(sp).normalize());
+                }
+                String memberSize = w.option("--member-size");
+                String chunk = w.option("--chunk");
+                String layout = w.option("--layout");
+                boolean sparse = w.flag("--sparse");
+                w.end();
+                if (memberSize == null && (chunk != null || layout != null || sparse)) {
+                    throw new IllegalArgumentException("--chunk, --layout and --sparse shape a new array and go with"
+                            + " --member-size; an existing array's come from its superblocks");
+                }
+                long chunkBytes = chunk == null ? 512 * 1024 : size(chunk, "--chunk");
+                if (chunkBytes < 4096 || chunkBytes > (1L << 30) || Long.bitCount(chunkBytes) != 1) {
+                    throw new IllegalArgumentException("--chunk " + chunk + " is not a power of two from 4K to 1G");
+                }
+                if (layout != null && !ConfigLoader.LAYOUTS.contains(layout)) {
+                    throw new IllegalArgumentException("--layout " + layout + " is not one of " + ConfigLoader.LAYOUTS);
+                }
+                long createSize = memberSize == null ? 0 : size(memberSize, "--member-size");
+                if (memberSize != null && createSize < (1L << 20)) {
+                    throw new IllegalArgumentException("--member-size " + memberSize + " is below 1M");
+                }
+                ArrayConfig ac = new ArrayConfig(name, List.copyOf(members), List.copyOf(spares), (int) chunkBytes,
+                        layout == null ? "left-symmetric" : layout, createSize, sparse, 0, false, false, false, null, 0,
+                        new RemoteMembersConfig(List.of(), List.of(), RemoteMemberOptions.defaults()));
+                return changed(arrays.create(ac));
+            }
+            case "delete" -> {
+                String name = w.next("NAME");
+                w.end();
+                return changed(arrays.delete(name));
+            }
+            default -> throw w.usage();
+        }
     }
 
     private String target(List<String> a) throws IOException {
@@ -243,8 +313,10 @@ final class AdminVerbs {
         } catch (ConfigException e) {
             throw new IOException(e.getMessage(), e);
         }
-        int saved = ConfigSaver.save(file, base, live.runningTargets(), config.dataDir(), Path.of(""));
-        return "saved " + saved + " targets to " + file.toAbsolutePath().normalize()
+        RunningState state = new RunningState(portals.running(), arrays.running(), live.runningTargets());
+        ConfigSaver.save(file, base, state, config.dataDir(), Path.of(""));
+        return "saved " + state.portals().size() + " portals, " + state.arrays().size() + " arrays and "
+                + state.targets().size() + " targets to " + file.toAbsolutePath().normalize()
                 + " atomically (" + ConfigSaver.COMMENTS_NOTE + ")";
     }
 

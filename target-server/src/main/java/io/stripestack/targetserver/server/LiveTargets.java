@@ -1,9 +1,8 @@
 package io.stripestack.targetserver.server;
 
-import io.stripestack.raid5.Raid5Array;
 import io.stripestack.blockdev.ChapSecretFile;
+import io.stripestack.raid5.Raid5Array;
 import io.stripestack.targetserver.config.IscsiNames;
-import io.stripestack.targetserver.config.StripestackConfig.ArrayConfig;
 import io.stripestack.targetserver.config.StripestackConfig.ChapConfig;
 import io.stripestack.targetserver.config.StripestackConfig.LunConfig;
 import io.stripestack.targetserver.config.StripestackConfig.TargetConfig;
@@ -45,8 +44,7 @@ final class LiveTargets implements AutoCloseable {
 
     private final Map<String, LiveTarget> targets = new LinkedHashMap<>();
     private final LunFactory factory;
-    private final Map<String, ArrayConfig> arrayConfigs;
-    private final Map<String, Raid5Array> arrays;
+    private final LiveArrays arrays;
     private final List<LunStack> luns;
     private final ControlRegistry registry;
     private final Path dataDir;
@@ -71,10 +69,8 @@ final class LiveTargets implements AutoCloseable {
      * @param luns the server's list of LUN stacks (a copy-on-write list: the status report reads it at any time);
      *             this object adds and removes the stacks it builds and deletes
      */
-    LiveTargets(LunFactory factory, Map<String, ArrayConfig> arrayConfigs, Map<String, Raid5Array> arrays,
-            List<LunStack> luns, ControlRegistry registry, Path dataDir) {
+    LiveTargets(LunFactory factory, LiveArrays arrays, List<LunStack> luns, ControlRegistry registry, Path dataDir) {
         this.factory = factory;
-        this.arrayConfigs = arrayConfigs;
         this.arrays = arrays;
         this.luns = luns;
         this.registry = registry;
@@ -83,12 +79,18 @@ final class LiveTargets implements AutoCloseable {
 
     // ------------------------------------------------------------------ start-up
 
-    /** Builds a configured target and its LUNs; before {@link #attach}. */
+    /**
+     * Builds a configured target and its LUNs; before {@link #attach}. A LUN file that is an array's member or
+     * another LUN's file is refused as at run time (the loader checks each section on its own).
+     */
     synchronized void addAtStart(TargetConfig tc) throws IOException {
         CopyTargets copyTargets = new CopyTargets(); // EXTENDED COPY reaches the LUNs of its own target only
         Map<Long, LogicalUnit> units = new LinkedHashMap<>();
         List<LunStack> built = new ArrayList<>();
         for (LunConfig lc : tc.luns()) {
+            if (lc.backing().file() != null) {
+                arrays.refuseFileInUse(lc.backing().file(), "back LUN " + lc.lun() + " of " + tc.iqn());
+            }
             LunFactory.BuiltLun lun = factory.build(tc.iqn(), lc, copyTargets, true);
             built.add(lun.stack());
             luns.add(lun.stack());
@@ -179,7 +181,7 @@ final class LiveTargets implements AutoCloseable {
         if (target.stacks.containsKey(lc.lun())) {
             throw new IllegalArgumentException("target " + iqn + " has LUN " + lc.lun() + " already; nothing changed");
         }
-        refuseBackingInUse(lc);
+        refuseBackingInUse(iqn, lc);
         LunFactory.BuiltLun built = factory.build(iqn, lc, target.copyTargets, false);
         target.scsi.addUnit(lc.lun(), built.unit());
         target.stacks.put(lc.lun(), built.stack());
@@ -258,12 +260,12 @@ final class LiveTargets implements AutoCloseable {
     }
 
     /** An array exported once, and a file that belongs to no array and no other LUN: else refused by name. */
-    private void refuseBackingInUse(LunConfig lc) {
+    private void refuseBackingInUse(String iqn, LunConfig lc) {
         var b = lc.backing();
         if (b.array() != null) {
-            if (!arrays.containsKey(b.array())) {
-                throw new IllegalArgumentException("no array named '" + b.array() + "' (defined: "
-                        + String.join(", ", arrays.keySet()) + ")");
+            if (!arrays.arrays().containsKey(b.array())) {
+                throw new IllegalArgumentException("no array named '" + b.array() + "' (running: "
+                        + String.join(", ", arrays.arrays().keySet()) + ")");
             }
             for (LunStack s : luns) {
                 if (b.array().equals(s.config().backing().array())) {
@@ -273,28 +275,8 @@ final class LiveTargets implements AutoCloseable {
             }
         }
         if (b.file() != null) {
-            Path file = b.file().toAbsolutePath().normalize();
-            for (ArrayConfig ac : arrayConfigs.values()) {
-                for (Path member : concat(ac.members(), ac.spares())) {
-                    if (member.toAbsolutePath().normalize().equals(file)) {
-                        throw new IllegalArgumentException("file " + file + " is a member of array " + ac.name()
-                                + "; give the LUN a file of its own");
-                    }
-                }
-            }
-            for (LunStack s : luns) {
-                Path other = s.config().backing().file();
-                if (other != null && other.toAbsolutePath().normalize().equals(file)) {
-                    throw new IllegalArgumentException("file " + file + " backs " + s.controlPath() + " already");
-                }
-            }
+            arrays.refuseFileInUse(b.file(), "back LUN " + lc.lun() + " of " + iqn);
         }
-    }
-
-    private static List<Path> concat(List<Path> a, List<Path> b) {
-        List<Path> out = new ArrayList<>(a);
-        out.addAll(b);
-        return out;
     }
 
     // ------------------------------------------------------------------ access lists and CHAP

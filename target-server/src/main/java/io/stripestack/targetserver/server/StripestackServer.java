@@ -2,17 +2,12 @@ package io.stripestack.targetserver.server;
 
 import io.stripestack.readahead.ReadaheadBudget;
 import io.stripestack.raid5.Raid5Array;
-import io.stripestack.raid5.Raid5Files;
-import io.stripestack.raid5.ConsistencyPolicy;
 import io.stripestack.raid5.Raid5Options;
-import io.stripestack.raid5.Raid5Status;
-import io.stripestack.raid5.SyncProgress;
 import io.stripestack.targetserver.config.StripestackConfig;
 import io.stripestack.targetserver.config.StripestackConfig.ArrayConfig;
 import io.stripestack.targetserver.config.StripestackConfig.Portal;
 import io.stripestack.targetserver.config.StripestackConfig.TargetConfig;
 import io.stripestack.targetserver.control.AdminServer;
-import io.stripestack.targetserver.control.ControlAttribute;
 import io.stripestack.targetserver.control.ControlRegistry;
 import io.stripestack.targetserver.control.MetricsEndpoint;
 import io.stripestack.targetserver.iscsi.IscsiServer;
@@ -36,28 +31,31 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A running stripestack: arrays assembled, LUN stacks built, the iSCSI server listening, the admin socket
- * open; afterwards targets, LUNs, ACLs and CHAP change at run time through {@link LiveTargets} (the admin
- * socket's verbs, {@link AdminVerbs}). {@link #close()} is the orderly shutdown (SIGTERM): stop accepting,
+ * open; afterwards arrays change at run time through {@link LiveArrays}, and targets, LUNs, ACLs and CHAP through
+ * {@link LiveTargets} (the admin socket's verbs, {@link AdminVerbs}). {@link #close()} is the orderly shutdown (SIGTERM): stop accepting,
  * drain in-flight commands, flush every stack, mark the arrays clean.
  *
  * <p>Threads: started and closed by one thread (the CLI's main thread or a test); the iSCSI event
- * loops, the {@code scsi-io} worker pool, the admin worker (the one thread that changes targets at run time)
+ * loops, the {@code scsi-io} worker pool, the admin worker (the one thread that changes arrays and targets at run time)
  * and each layer's own threads run in between.
  */
 public final class StripestackServer implements Closeable {
     private static final Logger log = LoggerFactory.getLogger(StripestackServer.class);
 
     private final StripestackConfig config;
-    private final Map<String, Raid5Array> arrays = new LinkedHashMap<>();
-    /** Arrays created (not assembled) in this start: their contents are all zeros. */
-    private final java.util.Set<String> createdArrays = new java.util.HashSet<>();
-    /** Each array's members and spares on remote targets, for status, metrics and ctl. */
-    private final Map<String, List<io.stripestack.remote.RemoteBlockDevice>> remoteMembers = new LinkedHashMap<>();
-    private final RemoteMemberReturns remoteReturns = new RemoteMemberReturns(arrays, remoteMembers);
     /** Read by the status report at any time, changed by the administration: copy on write. */
     private final List<LunStack> luns = new CopyOnWriteArrayList<>();
-    private LiveTargets liveTargets;
     private final ControlRegistry registry = new ControlRegistry();
+    private final LiveArrays liveArrays;
+    /** The running arrays (LiveArrays' concurrent map). */
+    private final Map<String, Raid5Array> arrays;
+    /**
+     * Each configured array's members and spares on remote targets, for status, metrics and ctl; filled at
+     * start-up only (arrays created at run time have file members, and one with remote members is not stopped).
+     */
+    private final Map<String, List<io.stripestack.remote.RemoteBlockDevice>> remoteMembers = new LinkedHashMap<>();
+    private final RemoteMemberReturns remoteReturns;
+    private LiveTargets liveTargets;
     private final ExecutorService ioWorkers;
     private ReadaheadBudget readaheadBudget;
     private IscsiServer iscsi;
@@ -67,6 +65,9 @@ public final class StripestackServer implements Closeable {
 
     private StripestackServer(StripestackConfig config) {
         this.config = config;
+        this.liveArrays = new LiveArrays(luns, registry, config.dataDir());
+        this.arrays = liveArrays.arrays();
+        this.remoteReturns = new RemoteMemberReturns(arrays, remoteMembers);
         AtomicInteger n = new AtomicInteger();
         this.ioWorkers = Executors.newFixedThreadPool(config.server().ioThreads(), r -> {
             Thread t = new Thread(r, "scsi-io-" + n.incrementAndGet());
@@ -117,22 +118,15 @@ public final class StripestackServer implements Closeable {
 
     private void startAll() throws IOException {
         for (ArrayConfig ac : config.arrays().values()) {
-            Raid5Options options = Raid5Options.defaults().withStripeCacheRows(ac.stripeCacheSize())
-                    .withStartDirtyDegraded(ac.startDirtyDegraded()).withBitmapChunkBytes(ac.bitmapChunkBytes());
-            StackBuilder.OpenedArray opened = StackBuilder.openArray(ac, options);
-            Raid5Array array = opened.array();
-            if (opened.created()) {
-                createdArrays.add(ac.name());
+            StackBuilder.OpenedArray opened = liveArrays.openAtStart(ac);
+            if (!opened.remoteMembers().isEmpty()) {
+                remoteMembers.put(ac.name(), opened.remoteMembers());
+                RemoteMemberReport.registerControls(registry, ac.name(), opened.remoteMembers());
             }
-            arrays.put(ac.name(), array);
-            remoteMembers.put(ac.name(), opened.remoteMembers());
-            RemoteMemberReport.registerControls(registry, ac.name(), opened.remoteMembers());
-            array.setCheckParityOnReads(ac.checkParityOnReads());
-            registerArrayControls(ac, array);
         }
         remoteReturns.start();
         readaheadBudget = new ReadaheadBudget(config.server().readaheadBudget());
-        liveTargets = new LiveTargets(new LunFactory(arrays, createdArrays, readaheadBudget), config.arrays(), arrays,
+        liveTargets = new LiveTargets(new LunFactory(arrays, liveArrays.createdAtStart(), readaheadBudget), liveArrays,
                 luns, registry, config.dataDir());
         for (TargetConfig tc : config.targets()) {
             liveTargets.addAtStart(tc);
@@ -143,7 +137,7 @@ public final class StripestackServer implements Closeable {
         iscsi = new IscsiServer(settings(config.server()), liveTargets.definitions(), ioWorkers);
         iscsi.start();
         liveTargets.attach(iscsi);
-        AdminVerbs.register(registry, liveTargets, config, arrays, iscsi::boundAddresses);
+        AdminVerbs.register(registry, liveArrays, liveTargets, config, new LivePortals(iscsi, config.server().portals()));
         for (InetSocketAddress a : iscsi.boundAddresses()) {
             log.info("listening on {}:{}", a.getAddress().getHostAddress(), a.getPort());
         }
@@ -194,96 +188,6 @@ public final class StripestackServer implements Closeable {
             b.portal(p.toString());
         }
         return b.build();
-    }
-
-    private void registerArrayControls(ArrayConfig ac, Raid5Array array) {
-        String name = ac.name();
-        registry.register(name + "/level", ControlAttribute.readOnly(() -> "raid5"));
-        registry.register(name + "/array_state", ControlAttribute.readOnly(() -> array.status().health().name().toLowerCase()));
-        registry.register(name + "/degraded", ControlAttribute.readOnly(() -> Long.toString(array.status().members()
-                .stream().filter(m -> m.state() != Raid5Status.MemberState.ACTIVE).count())));
-        // writing it grows the array onto its spares (md's reshape); the member list in the YAML is not rewritten
-        registry.register(name + "/raid_disks", ControlAttribute.ofInt(array::raidDevices, count -> {
-            try {
-                array.setRaidDevices(count);
-            } catch (IOException e) {
-                throw new IllegalStateException(name + ": " + e.getMessage(), e);
-            }
-        }, 3, 64));
-        // writing it (bytes, like md's) reshapes the array to that chunk size
-        registry.register(name + "/chunk_size", ControlAttribute.ofInt(array::chunkBytes, bytes -> {
-            try {
-                array.setChunkSize(bytes);
-            } catch (IOException e) {
-                throw new IllegalStateException(name + ": " + e.getMessage(), e);
-            }
-        }, 4096, 1 << 30));
-        registry.register(name + "/layout", ControlAttribute.readOnly(() -> array.layout().toString()));
-        registry.register(name + "/uuid", ControlAttribute.readOnly(array::uuid));
-        registry.register(name + "/stripe_cache_size", ControlAttribute.ofInt(array::stripeCacheSize,
-                array::setStripeCacheSize, 1, 32768));
-        registry.register(name + "/check_parity_on_reads", ControlAttribute.ofBoolean(array::checkParityOnReads,
-                array::setCheckParityOnReads));
-        registry.register(name + "/sync_action", action(array::syncAction, array::setSyncAction));
-        registry.register(name + "/consistency_policy", action(() -> array.consistencyPolicy().mdName(), value -> {
-            try {
-                array.setConsistencyPolicy(ConsistencyPolicy.fromMdName(value));
-            } catch (IOException e) {
-                throw new IllegalArgumentException(name + ": " + e.getMessage(), e);
-            }
-        }));
-        registry.register(name + "/sync_completed", ControlAttribute.readOnly(() -> {
-            SyncProgress p = array.syncProgress();
-            return p.running() ? p.doneSectors() + " / " + p.totalSectors() : "none";
-        }));
-        registry.register(name + "/sync_speed", ControlAttribute.readOnly(() -> Long.toString(array.syncProgress().speedKiBps())));
-        registry.register(name + "/sync_speed_min", ControlAttribute.ofInt(array::syncSpeedMin, array::setSyncSpeedMin,
-                1, Integer.MAX_VALUE));
-        registry.register(name + "/sync_speed_max", ControlAttribute.ofInt(array::syncSpeedMax, array::setSyncSpeedMax,
-                1, Integer.MAX_VALUE));
-        registry.register(name + "/mismatch_cnt", ControlAttribute.readOnly(() -> Long.toString(array.mismatchCount())));
-        registry.register(name + "/fail", memberAction(array, "failing", array::failMember));
-        registry.register(name + "/remove", memberAction(array, "removing", array::removeMember));
-        registry.register(name + "/add", action(() -> "", path -> {
-            Path spare = config.dataDir().resolve(path.trim());
-            try {
-                Raid5Files.addSpare(array, spare, 0, !ac.createSparse());
-            } catch (IOException e) {
-                throw new IllegalStateException("adding " + spare + " to " + name + ": " + e.getMessage(), e);
-            }
-        }));
-    }
-
-    /** An attribute whose value is a word and whose setter does something (sysfs "action" files). */
-    private static ControlAttribute action(java.util.function.Supplier<String> getter,
-            java.util.function.Consumer<String> setter) {
-        return new ControlAttribute() {
-            @Override
-            public String get() {
-                return getter.get();
-            }
-
-            @Override
-            public void set(String value) {
-                setter.accept(value.trim());
-            }
-        };
-    }
-
-    private interface MemberOperation {
-        void apply(int role) throws IOException;
-    }
-
-    /** md0/fail, md0/remove: take a member role (0..n-1). */
-    private static ControlAttribute memberAction(Raid5Array array, String verb, MemberOperation operation) {
-        return action(() -> "", value -> {
-            int role = ControlAttribute.parseInt(value, 0, array.memberCount() - 1);
-            try {
-                operation.apply(role);
-            } catch (IOException e) {
-                throw new IllegalStateException(verb + " member " + role + " of " + array.name() + ": " + e.getMessage(), e);
-            }
-        });
     }
 
     /** The admin socket's path (stripestack ctl, ls, saveconfig...). */
@@ -346,9 +250,7 @@ public final class StripestackServer implements Closeable {
             }
             closeQuietly(lun.top(), lun.controlPath());
         }
-        for (Map.Entry<String, Raid5Array> e : arrays.entrySet()) {
-            closeQuietly(e.getValue(), "array " + e.getKey());
-        }
+        liveArrays.close();
         log.info("stopped: every stack flushed, arrays marked clean");
     }
 

@@ -87,9 +87,91 @@ class ConfigSaverTest {
         String text = config("targets:\n  - {iqn: \"iqn.2026-11.io.example:a\", luns: [{lun: 0, ram_size: 1MiB}]}\n");
         Files.writeString(file, text);
         IOException e = assertThrows(IOException.class,
-                () -> ConfigSaver.save(file, text, java.util.List.of(), dir.resolve("data"), Path.of("")));
+                () -> ConfigSaver.save(file, text, new RunningState(ConfigLoader.parse("c", text, Path.of("")).server().portals(),
+                        java.util.List.of(), java.util.List.of()), dir.resolve("data"), Path.of("")));
         assertTrue(e.getMessage().contains("would not load back") && e.getMessage().contains("at least one target"),
                 e.getMessage());
         assertEquals(text, Files.readString(file), "the file is unchanged");
+    }
+    private static StripestackConfig.ArrayConfig fileArray(String name, Path... members) {
+        return new StripestackConfig.ArrayConfig(name, java.util.List.of(members), java.util.List.of(), 512 * 1024,
+                "left-symmetric", 0, false, 0, false, false, false, null, 0, new StripestackConfig.RemoteMembersConfig(
+                        java.util.List.of(), java.util.List.of(), io.stripestack.remote.RemoteMemberOptions.defaults()));
+    }
+
+    @Test
+    void anArrayEntryIsAddedOrDroppedWholeAndTheEntriesOfRunningArraysAreKeptWithTheirComments() throws Exception {
+        Path data = dir.resolve("data");
+        String text = """
+                data_dir: x
+                arrays:
+                  # the arrays of this host
+                  md0:
+                    members: [a0, a1, a2]   # the three disks
+                    chunk: 64KiB
+                  # md5 is the old one
+                  md5:
+                    members: [b0, b1, b2]
+                # the targets follow
+                targets: []
+                """;
+        var md0 = fileArray("md0", data.resolve("a0"), data.resolve("a1"), data.resolve("a2"));
+        var md7 = fileArray("md7", data.resolve("n/c0"), data.resolve("n/c1"), Path.of("/abs/c2"));
+        var md5 = fileArray("md5", data.resolve("b0"), data.resolve("b1"), data.resolve("b2"));
+        assertEquals(text, ConfigSaver.withArrays(text, java.util.List.of(md5, md0), data), "nothing changed, nothing written");
+        assertEquals("""
+                data_dir: x
+                arrays:
+                  # the arrays of this host
+                  md0:
+                    members: [a0, a1, a2]   # the three disks
+                    chunk: 64KiB
+                  # md5 is the old one
+                  "md7":
+                    members: ["n/c0", "n/c1", "/abs/c2"]
+                # the targets follow
+                targets: []
+                """, ConfigSaver.withArrays(text, java.util.List.of(md0, md7), data));
+        assertEquals("""
+                data_dir: x
+                arrays: {}
+                # the targets follow
+                targets: []
+                """, ConfigSaver.withArrays(text, java.util.List.of(), data));
+        String none = "data_dir: x\ntargets: []\n";
+        assertEquals("data_dir: x\narrays:\n  \"md7\":\n    members: [\"n/c0\", \"n/c1\", \"/abs/c2\"]\ntargets: []\n",
+                ConfigSaver.withArrays(none, java.util.List.of(md7), data), "a section of its own before the targets");
+        String flow = "arrays: {md0: {members: [a0, a1, a2]}}\ntargets: []\n";
+        assertEquals(flow, ConfigSaver.withArrays(flow, java.util.List.of(md0), data));
+        assertEquals("arrays:\n  \"md0\":\n    members: [\"a0\", \"a1\", \"a2\"]\n  \"md7\":\n    members: [\"n/c0\", \"n/c1\","
+                + " \"/abs/c2\"]\ntargets: []\n", ConfigSaver.withArrays(flow, java.util.List.of(md0, md7), data),
+                "a flow-style section is written anew");
+    }
+    @Test
+    void thePortalListIsRewrittenInPlaceOnlyWhenItChanged() throws Exception {
+        var one = java.util.List.of(new StripestackConfig.Portal("127.0.0.1", 0));
+        var two = java.util.List.of(new StripestackConfig.Portal("127.0.0.1", 0), new StripestackConfig.Portal("::1", 3261));
+        String flow = "server:\n  io_threads: 2\n  portals: [\"127.0.0.1:0\"]   # tests\n  queue_depth: 8\ntargets: []\n";
+        assertEquals(flow, ConfigSaver.withPortals(flow, one));
+        assertEquals("server:\n  io_threads: 2\n  portals: [\"127.0.0.1:0\", \"[::1]:3261\"]   # tests\n  queue_depth: 8\n"
+                + "targets: []\n", ConfigSaver.withPortals(flow, two));
+        String block = "server:\n  portals:\n    - 127.0.0.1:0   # first\n    - \"[::1]:3261\"\n  # next\n  io_threads: 2\ntargets: []\n";
+        assertEquals(block, ConfigSaver.withPortals(block, two));
+        assertEquals("server:\n  portals:\n    [\"127.0.0.1:0\"]\n  # next\n  io_threads: 2\ntargets: []\n",
+                ConfigSaver.withPortals(block, one));
+        String without = "# c\nserver:\n  io_threads: 2\ntargets: []\n";
+        assertEquals(without, ConfigSaver.withPortals(without,
+                java.util.List.of(new StripestackConfig.Portal("127.0.0.1", ServerDefaults.PORT))), "the default");
+        assertEquals("# c\nserver:\n  portals: [\"127.0.0.1:0\"]\n  io_threads: 2\ntargets: []\n",
+                ConfigSaver.withPortals(without, one));
+        assertEquals("server: {portals: [\"127.0.0.1:0\"], io_threads: 2}\ntargets: []\n",
+                ConfigSaver.withPortals("server: {io_threads: 2}\ntargets: []\n", one));
+        assertEquals("data_dir: x\nserver:\n  portals: [\"127.0.0.1:0\"]\ntargets: []\n",
+                ConfigSaver.withPortals("data_dir: x\ntargets: []\n", one));
+        for (String text : new String[] {ConfigSaver.withPortals(flow, two), ConfigSaver.withPortals(block, one),
+                ConfigSaver.withPortals(without, one)}) {
+            String loadable = text.replace("targets: []", "targets: [{iqn: \"iqn.2026-11.io.example:a\", luns: []}]");
+            assertTrue(ConfigLoader.parse("t", loadable, dir).server().portals().size() >= 1, loadable);
+        }
     }
 }

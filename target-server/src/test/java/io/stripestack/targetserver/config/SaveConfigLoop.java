@@ -21,7 +21,8 @@ public final class SaveConfigLoop {
         System.out.flush();
         for (long i = 0; ; i++) {
             String base = Files.readString(file);
-            ConfigSaver.save(file, base, states.get((int) (i % 2)), loaded.dataDir(), Path.of(""));
+            ConfigSaver.save(file, base, new RunningState(loaded.server().portals(), List.copyOf(loaded.arrays().values()),
+                    states.get((int) (i % 2))), loaded.dataDir(), Path.of(""));
         }
     }
 }

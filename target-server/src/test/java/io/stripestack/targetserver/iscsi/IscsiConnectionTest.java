@@ -557,4 +557,42 @@ class IscsiConnectionTest {
             assertTrue(drained.isSuccess());
         }
     }
+
+    @Test
+    void aSecondDrainJoinsTheFirstAndBothCompleteWhenTheConnectionCloses() {
+        IscsiServerSettings settings = IscsiTestInitiator.settings().drainTimeout(java.time.Duration.ofSeconds(4)).build();
+        try (IscsiTestInitiator i = IscsiTestInitiator.withMemoryLun(settings)) {
+            i.channel.freezeTime();
+            i.loginNormal();
+            io.netty.util.concurrent.Future<Void> first = i.connection.drain();
+            io.netty.util.concurrent.Future<Void> second = i.connection.drain();
+            assertEquals(Bhs.OP_ASYNC_MESSAGE, i.next().opcode());
+            assertFalse(i.hasNext(), "one logout request, not two");
+            i.channel.advanceTimeBy(2100, java.util.concurrent.TimeUnit.MILLISECONDS);
+            i.channel.runScheduledPendingTasks();
+            i.channel.runPendingTasks();
+            assertFalse(i.channel.isActive());
+            assertTrue(first.isSuccess(), "the first caller (an administrative change) is not left waiting");
+            assertTrue(second.isSuccess());
+        }
+    }
+    @Test
+    void aLunAddedWhileLoggedInIsAnnouncedOnTheWireWithReportedLunsDataHasChanged() {
+        try (IscsiTestInitiator i = IscsiTestInitiator.withMemoryLun(IscsiTestInitiator.settings().build())) {
+            i.loginNormal();
+            var target = (io.stripestack.targetserver.scsi.ScsiTarget) i.server.target(IscsiTestInitiator.TARGET_IQN).router();
+            target.addUnit(1, new io.stripestack.targetserver.scsi.LogicalUnit(
+                    new io.stripestack.blockdev.MemoryBlockDevice("lun1", 1 << 20, 512),
+                    io.stripestack.targetserver.scsi.LogicalUnitIdentity.of(java.util.UUID.randomUUID()), false));
+            int tag = i.scsiCommand(new byte[16], 0, false, false, null, true);
+            Response r = i.next();
+            assertEquals(tag, r.itt());
+            assertEquals(0x02, r.byte3(), "CHECK CONDITION");
+            assertEquals(0x06, r.data[2 + 2] & 0x0f, "UNIT ATTENTION");
+            assertEquals(0x3f, r.data[2 + 12] & 0xff, "ASC: REPORTED LUNS DATA HAS CHANGED");
+            assertEquals(0x0e, r.data[2 + 13] & 0xff, "ASCQ");
+            int again = i.scsiCommand(new byte[16], 0, false, false, null, true);
+            assertEquals(0, i.readResult(again).getValue().byte3(), "reported once");
+        }
+    }
 }

@@ -52,8 +52,16 @@ public final class ExternalTools {
 
     /** Runs a command to completion (stdout and stderr merged), at most {@code timeoutSeconds}. */
     public static Result run(long timeoutSeconds, List<String> command) throws IOException, InterruptedException {
+        return run(timeoutSeconds, java.util.Map.of(), command);
+    }
+
+    /** As {@link #run(long, List)}, with {@code environment} added to the command's (libiscsi's CHAP variables). */
+    public static Result run(long timeoutSeconds, java.util.Map<String, String> environment, List<String> command)
+            throws IOException, InterruptedException {
         requireTool(command.get(0));
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+        builder.environment().putAll(environment);
+        Process p = builder.start();
         p.getOutputStream().close();
         byte[][] output = new byte[1][];
         Thread reader = new Thread(() -> {

@@ -1,0 +1,118 @@
+package io.stripestack.targetserver.server;
+
+import io.stripestack.raid5.ConsistencyPolicy;
+import io.stripestack.raid5.Raid5Array;
+import io.stripestack.raid5.Raid5Status;
+import io.stripestack.raid5.SyncProgress;
+import io.stripestack.targetserver.config.StripestackConfig.ArrayConfig;
+import io.stripestack.targetserver.control.ControlAttribute;
+import io.stripestack.targetserver.control.ControlRegistry;
+import java.io.IOException;
+import java.nio.file.Path;
+
+/**
+ * An array's attributes under {@code NAME/} on the admin socket, like md's sysfs directory ({@code stripestack ctl
+ * get md0/array_state}); registered when the array starts serving, at start-up or at run time, and removed with
+ * it ({@code ControlRegistry.unregisterAll("NAME/")}). Stateless; each attribute calls the array, which is
+ * thread-safe.
+ */
+final class ArrayControls {
+    private ArrayControls() {
+    }
+
+    /** What {@code NAME/add} does with the spare's file (LiveArrays: refuse a file in use, add it, record it). */
+    interface SpareAdder {
+        void add(Path spare) throws IOException;
+    }
+
+    static void register(ControlRegistry registry, ArrayConfig ac, Raid5Array array, Path dataDir, SpareAdder spares) {
+        String name = ac.name();
+        registry.register(name + "/level", ControlAttribute.readOnly(() -> "raid5"));
+        registry.register(name + "/array_state", ControlAttribute.readOnly(() -> array.status().health().name().toLowerCase()));
+        registry.register(name + "/degraded", ControlAttribute.readOnly(() -> Long.toString(array.status().members()
+                .stream().filter(m -> m.state() != Raid5Status.MemberState.ACTIVE).count())));
+        // writing it grows the array onto its spares (md's reshape); the member list in the YAML is not rewritten
+        registry.register(name + "/raid_disks", ControlAttribute.ofInt(array::raidDevices, count -> {
+            try {
+                array.setRaidDevices(count);
+            } catch (IOException e) {
+                throw new IllegalStateException(name + ": " + e.getMessage(), e);
+            }
+        }, 3, 64));
+        // writing it (bytes, like md's) reshapes the array to that chunk size
+        registry.register(name + "/chunk_size", ControlAttribute.ofInt(array::chunkBytes, bytes -> {
+            try {
+                array.setChunkSize(bytes);
+            } catch (IOException e) {
+                throw new IllegalStateException(name + ": " + e.getMessage(), e);
+            }
+        }, 4096, 1 << 30));
+        registry.register(name + "/layout", ControlAttribute.readOnly(() -> array.layout().toString()));
+        registry.register(name + "/uuid", ControlAttribute.readOnly(array::uuid));
+        registry.register(name + "/stripe_cache_size", ControlAttribute.ofInt(array::stripeCacheSize,
+                array::setStripeCacheSize, 1, 32768));
+        registry.register(name + "/check_parity_on_reads", ControlAttribute.ofBoolean(array::checkParityOnReads,
+                array::setCheckParityOnReads));
+        registry.register(name + "/sync_action", action(array::syncAction, array::setSyncAction));
+        registry.register(name + "/consistency_policy", action(() -> array.consistencyPolicy().mdName(), value -> {
+            try {
+                array.setConsistencyPolicy(ConsistencyPolicy.fromMdName(value));
+            } catch (IOException e) {
+                throw new IllegalArgumentException(name + ": " + e.getMessage(), e);
+            }
+        }));
+        registry.register(name + "/sync_completed", ControlAttribute.readOnly(() -> {
+            SyncProgress p = array.syncProgress();
+            return p.running() ? p.doneSectors() + " / " + p.totalSectors() : "none";
+        }));
+        registry.register(name + "/sync_speed", ControlAttribute.readOnly(() -> Long.toString(array.syncProgress().speedKiBps())));
+        registry.register(name + "/sync_speed_min", ControlAttribute.ofInt(array::syncSpeedMin, array::setSyncSpeedMin,
+                1, Integer.MAX_VALUE));
+        registry.register(name + "/sync_speed_max", ControlAttribute.ofInt(array::syncSpeedMax, array::setSyncSpeedMax,
+                1, Integer.MAX_VALUE));
+        registry.register(name + "/mismatch_cnt", ControlAttribute.readOnly(() -> Long.toString(array.mismatchCount())));
+        registry.register(name + "/fail", memberAction(array, "failing", array::failMember));
+        registry.register(name + "/remove", memberAction(array, "removing", array::removeMember));
+        registry.register(name + "/add", action(() -> "", path -> {
+            Path spare = dataDir.resolve(path.trim()).normalize();
+            try {
+                spares.add(spare);
+            } catch (IOException e) {
+                throw new IllegalStateException("adding " + spare + " to " + name + ": " + e.getMessage(), e);
+            }
+        }));
+    }
+
+    /** An attribute whose value is a word and whose setter does something (sysfs "action" files). */
+    private static ControlAttribute action(java.util.function.Supplier<String> getter,
+            java.util.function.Consumer<String> setter) {
+        return new ControlAttribute() {
+            @Override
+            public String get() {
+                return getter.get();
+            }
+
+            @Override
+            public void set(String value) {
+                setter.accept(value.trim());
+            }
+        };
+    }
+
+    private interface MemberOperation {
+        void apply(int role) throws IOException;
+    }
+
+    /** md0/fail, md0/remove: take a member role (0..n-1). */
+    private static ControlAttribute memberAction(Raid5Array array, String verb, MemberOperation operation) {
+        return action(() -> "", value -> {
+            int role = ControlAttribute.parseInt(value, 0, array.memberCount() - 1);
+            try {
+                operation.apply(role);
+            } catch (IOException e) {
+                throw new IllegalStateException(verb + " member " + role + " of " + array.name() + ": " + e.getMessage(), e);
+            }
+        });
+    }
+
+}
