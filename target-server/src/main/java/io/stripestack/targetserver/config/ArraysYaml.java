@@ -24,15 +24,16 @@ final class ArraysYaml {
         String in = " ".repeat(indent);
         StringBuilder y = new StringBuilder();
         y.append(in).append(TargetsYaml.quote(a.name())).append(":\n");
-        y.append(in).append("  members:").append(list(a.members(), dataDir)).append('\n');
+        y.append(in).append("  members: ").append(fileList(a.members(), dataDir)).append('\n');
         if (!a.spares().isEmpty()) {
-            y.append(in).append("  spares:").append(list(a.spares(), dataDir)).append('\n');
+            y.append(in).append("  spares: ").append(fileList(a.spares(), dataDir)).append('\n');
         }
         return y.toString();
     }
 
-    private static String list(List<Path> files, Path dataDir) {
-        StringBuilder y = new StringBuilder(" [");
+    /** {@code files} as a flow list, each relative to {@code dataDir} where it lies below it. */
+    static String fileList(List<Path> files, Path dataDir) {
+        StringBuilder y = new StringBuilder("[");
         for (int i = 0; i < files.size(); i++) {
             y.append(i == 0 ? "" : ", ").append(TargetsYaml.path(files.get(i), dataDir));
         }

@@ -234,6 +234,125 @@ public final class ConfigSaver {
         return splice(lines, first, end, entriesLeft == 0 ? "arrays: {}\n" : kept.toString());
     }
 
+    /**
+     * After a reshape: rewrites the member and spare lists of array {@code a}'s entry in {@code file} (and its
+     * {@code chunk} when the entry states one), every other line kept, comments included, checked to load back
+     * with those files before it replaces the file atomically. One writer at a time with {@link #save} callers
+     * that hold {@link #FILE_LOCK}.
+     *
+     * @return false, changing nothing, when the file has no entry for the array (created at run time and not saved)
+     * @throws IOException saying why the file was left unchanged (an entry written in a form this does not edit,
+     *                     an array with remote members, a result that would not load)
+     */
+    public static boolean saveArrayShape(Path file, ArrayConfig a, Path dataDir, Path workDir) throws IOException {
+        synchronized (FILE_LOCK) {
+            String text = java.nio.file.Files.readString(file, StandardCharsets.UTF_8);
+            String edited;
+            try {
+                edited = withArrayShape(text, a, dataDir);
+            } catch (IllegalArgumentException e) {
+                throw new IOException("not saved: " + e.getMessage() + "; " + file + " is unchanged", e);
+            }
+            if (edited == null) {
+                return false;
+            }
+            ArrayConfig reloaded;
+            try {
+                reloaded = ConfigLoader.parse(file.toString(), edited, workDir).arrays().get(a.name());
+            } catch (ConfigException e) {
+                throw new IOException("not saved: the edited file would not load (" + e.getMessage() + "); " + file
+                        + " is unchanged", e);
+            }
+            if (reloaded == null || !absolute(reloaded.members()).equals(absolute(a.members()))
+                    || !absolute(reloaded.spares()).equals(absolute(a.spares()))) {
+                throw new IOException("not saved: the edited entry of " + a.name() + " would not list its members "
+                        + a.members() + " and spares " + a.spares() + "; " + file + " is unchanged");
+            }
+            AtomicFile.write(file, edited.getBytes(StandardCharsets.UTF_8));
+            return true;
+        }
+    }
+
+    /** Held by whoever reads the configuration file to write it back, so two writers never lose each other's edit. */
+    public static final Object FILE_LOCK = new Object();
+
+    private static List<Path> absolute(List<Path> files) {
+        return files.stream().map(f -> f.toAbsolutePath().normalize()).toList();
+    }
+
+    /**
+     * {@code text} with the values of {@code members}, {@code spares} (added after members when missing) and
+     * {@code chunk} (when present) of {@code a}'s entry in the top-level arrays section replaced; null when the
+     * section has no such entry.
+     */
+    static String withArrayShape(String text, ArrayConfig a, Path dataDir) throws IOException {
+        if (!a.remote().isEmpty()) {
+            throw new IllegalArgumentException("array " + a.name() + " has members on remote targets, whose entry is"
+                    + " kept as written by hand; list its members and spares there");
+        }
+        Node root = compose(text);
+        if (!(root instanceof MappingNode mapping)) {
+            return null;
+        }
+        int at = indexOf(mapping.getValue(), "arrays");
+        if (at < 0 || !(mapping.getValue().get(at).getValueNode() instanceof MappingNode arraysNode)) {
+            return null;
+        }
+        int entryAt = indexOf(arraysNode.getValue(), a.name());
+        if (entryAt < 0) {
+            return null;
+        }
+        if (!(arraysNode.getValue().get(entryAt).getValueNode() instanceof MappingNode entry)) {
+            throw new IllegalArgumentException("the entry of array " + a.name() + " is not a mapping");
+        }
+        String[] lines = text.split("\n", -1);
+        List<NodeTuple> keys = entry.getValue();
+        int membersAt = indexOf(keys, "members");
+        if (membersAt < 0) {
+            throw new IllegalArgumentException("the entry of array " + a.name() + " has no members: key");
+        }
+        // edits from the end of the text backwards, so the offsets of those before stay right
+        java.util.TreeMap<Integer, int[]> spans = new java.util.TreeMap<>(java.util.Comparator.reverseOrder());
+        Map<Integer, String> replacements = new LinkedHashMap<>();
+        int[] membersSpan = valueSpan(lines, keys.get(membersAt).getValueNode());
+        spans.put(membersSpan[0], membersSpan);
+        replacements.put(membersSpan[0], ArraysYaml.fileList(a.members(), dataDir));
+        int sparesAt = indexOf(keys, "spares");
+        if (sparesAt >= 0) {
+            int[] span = valueSpan(lines, keys.get(sparesAt).getValueNode());
+            spans.put(span[0], span);
+            replacements.put(span[0], ArraysYaml.fileList(a.spares(), dataDir));
+        } else if (!a.spares().isEmpty()) {
+            int end = membersSpan[1];
+            String added = entry.getFlowStyle() == DumperOptions.FlowStyle.FLOW
+                    ? ", spares: " + ArraysYaml.fileList(a.spares(), dataDir)
+                    : "\n" + " ".repeat(keys.get(membersAt).getKeyNode().getStartMark().getColumn()) + "spares: "
+                    + ArraysYaml.fileList(a.spares(), dataDir);
+            spans.put(end, new int[] {end, end});
+            replacements.put(end, added);
+        }
+        int chunkAt = indexOf(keys, "chunk");
+        if (chunkAt >= 0) {
+            int[] span = valueSpan(lines, keys.get(chunkAt).getValueNode());
+            spans.put(span[0], span);
+            replacements.put(span[0], a.chunkBytes() % (1 << 20) == 0 ? a.chunkBytes() / (1 << 20) + "MiB"
+                    : a.chunkBytes() / 1024 + "KiB");
+        }
+        StringBuilder out = new StringBuilder(text);
+        for (Map.Entry<Integer, int[]> span : spans.entrySet()) {
+            out.replace(span.getValue()[0], span.getValue()[1], replacements.get(span.getKey()));
+        }
+        return out.toString();
+    }
+
+    /** Where a value stands in the text: a block list ends with its last item, anything else with its node. */
+    private static int[] valueSpan(String[] lines, Node value) {
+        Mark end = value instanceof SequenceNode seq && seq.getFlowStyle() == DumperOptions.FlowStyle.BLOCK
+                && !seq.getValue().isEmpty() ? seq.getValue().get(seq.getValue().size() - 1).getEndMark()
+                : value.getEndMark();
+        return new int[] {offset(lines, value.getStartMark()), offset(lines, end)};
+    }
+
     private static String section(List<ArrayConfig> arrays, Path dataDir) {
         if (arrays.isEmpty()) {
             return "arrays: {}\n";

@@ -307,14 +307,16 @@ final class AdminVerbs {
                     + " a FILE (and start the server with --config FILE)");
         }
         Path file = requested == null ? own : requested;
-        String base;
-        try {
-            base = ownExists ? Files.readString(own, StandardCharsets.UTF_8) : DefaultConfig.text();
-        } catch (ConfigException e) {
-            throw new IOException(e.getMessage(), e);
-        }
         RunningState state = new RunningState(portals.running(), arrays.running(), live.runningTargets());
-        ConfigSaver.save(file, base, state, config.dataDir(), Path.of(""));
+        synchronized (ConfigSaver.FILE_LOCK) {   // a finished reshape may rewrite its array's entry meanwhile
+            String base;
+            try {
+                base = ownExists ? Files.readString(own, StandardCharsets.UTF_8) : DefaultConfig.text();
+            } catch (ConfigException e) {
+                throw new IOException(e.getMessage(), e);
+            }
+            ConfigSaver.save(file, base, state, config.dataDir(), Path.of(""));
+        }
         return "saved " + state.portals().size() + " portals, " + state.arrays().size() + " arrays and "
                 + state.targets().size() + " targets to " + file.toAbsolutePath().normalize()
                 + " atomically (" + ConfigSaver.COMMENTS_NOTE + ")";

@@ -31,7 +31,7 @@ final class ArrayControls {
         registry.register(name + "/array_state", ControlAttribute.readOnly(() -> array.status().health().name().toLowerCase()));
         registry.register(name + "/degraded", ControlAttribute.readOnly(() -> Long.toString(array.status().members()
                 .stream().filter(m -> m.state() != Raid5Status.MemberState.ACTIVE).count())));
-        // writing it grows the array onto its spares (md's reshape); the member list in the YAML is not rewritten
+        // writing it grows the array onto its spares (md's reshape); the configuration file follows when it ends
         registry.register(name + "/raid_disks", ControlAttribute.ofInt(array::raidDevices, count -> {
             try {
                 array.setRaidDevices(count);

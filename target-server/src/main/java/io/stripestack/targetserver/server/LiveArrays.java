@@ -3,6 +3,7 @@ package io.stripestack.targetserver.server;
 import io.stripestack.raid5.Raid5Array;
 import io.stripestack.raid5.Raid5Files;
 import io.stripestack.raid5.Raid5Options;
+import io.stripestack.raid5.Raid5Status;
 import io.stripestack.targetserver.config.StripestackConfig.ArrayConfig;
 import io.stripestack.targetserver.control.ControlRegistry;
 import java.io.IOException;
@@ -43,12 +44,24 @@ final class LiveArrays implements AutoCloseable {
     private final List<LunStack> luns;
     private final ControlRegistry registry;
     private final Path dataDir;
+    private final Reshaped reshaped;
 
-    /** @param luns the server's LUN stacks (copy on write), read to find the LUN that exports an array */
-    LiveArrays(List<LunStack> luns, ControlRegistry registry, Path dataDir) {
+    /** What the server does when a reshape of an array has finished: its LUNs and its configuration entry follow. */
+    interface Reshaped {
+        /** Called on the array's reshape thread, without this object's monitor. */
+        void reshaped(Raid5Array array, ArrayConfig now);
+    }
+
+    /**
+     * @param luns     the server's LUN stacks (copy on write), read to find the LUN that exports an array
+     * @param reshaped told when a reshape of a running array has finished, with the array's members and spares by
+     *                 then (the spares it grew onto are members)
+     */
+    LiveArrays(List<LunStack> luns, ControlRegistry registry, Path dataDir, Reshaped reshaped) {
         this.luns = luns;
         this.registry = registry;
         this.dataDir = dataDir;
+        this.reshaped = reshaped;
     }
 
     /**
@@ -254,6 +267,56 @@ final class LiveArrays implements AutoCloseable {
         configs.put(ac.name(), ac);
         arrays.put(ac.name(), array);
         ArrayControls.register(registry, ac, array, dataDir, spare -> addSpare(ac.name(), spare));
+        array.addCapacityListener(size -> reshapeFinished(ac.name(), array));
+    }
+
+    /**
+     * A reshape of {@code array} has finished (on its reshape thread): the configuration kept for it lists its
+     * members in role order and its spares, with the chunk it has now; then the server is told.
+     */
+    private void reshapeFinished(String name, Raid5Array array) {
+        ArrayConfig now;
+        synchronized (this) {
+            ArrayConfig ac = configs.get(name);
+            if (ac == null || arrays.get(name) != array) {
+                return;   // stopped meanwhile
+            }
+            now = withShape(ac, array.status());
+            configs.put(name, now);
+        }
+        reshaped.reshaped(array, now);
+    }
+
+    /**
+     * {@code ac} with the members of {@code status} by role and its spares, each named by the configured path of
+     * the same file where there is one (a file found by its UUID in a member's directory by its own path).
+     */
+    static ArrayConfig withShape(ArrayConfig ac, Raid5Status status) {
+        List<Path> known = new ArrayList<>(ac.members());
+        known.addAll(ac.spares());
+        List<Path> members = new ArrayList<>();
+        for (Raid5Status.Member m : status.members()) {
+            if (m.device() != null) {
+                members.add(configured(Path.of(m.device()), known));
+            }
+        }
+        List<Path> spares = new ArrayList<>();
+        for (String spare : status.spares()) {
+            spares.add(configured(Path.of(spare), known));
+        }
+        return new ArrayConfig(ac.name(), List.copyOf(members), List.copyOf(spares), status.chunkBytes(), ac.layout(),
+                ac.createMemberSize(), ac.createSparse(), ac.stripeCacheSize(), ac.checkParityOnReads(), ac.direct(),
+                ac.startDirtyDegraded(), ac.consistencyPolicy(), ac.bitmapChunkBytes(), ac.remote());
+    }
+
+    private static Path configured(Path device, List<Path> known) {
+        Path d = device.toAbsolutePath().normalize();
+        for (Path k : known) {
+            if (sameFile(k, d)) {
+                return k;
+            }
+        }
+        return device;
     }
 
     private Raid5Array require(String name) {

@@ -3,6 +3,7 @@ package io.stripestack.targetserver.server;
 import io.stripestack.readahead.ReadaheadBudget;
 import io.stripestack.raid5.Raid5Array;
 import io.stripestack.raid5.Raid5Options;
+import io.stripestack.targetserver.config.ConfigSaver;
 import io.stripestack.targetserver.config.StripestackConfig;
 import io.stripestack.targetserver.config.StripestackConfig.ArrayConfig;
 import io.stripestack.targetserver.config.StripestackConfig.Portal;
@@ -15,6 +16,7 @@ import io.stripestack.targetserver.iscsi.IscsiServerSettings;
 import java.io.Closeable;
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -55,7 +57,8 @@ public final class StripestackServer implements Closeable {
      */
     private final Map<String, List<io.stripestack.remote.RemoteBlockDevice>> remoteMembers = new LinkedHashMap<>();
     private final RemoteMemberReturns remoteReturns;
-    private LiveTargets liveTargets;
+    /** Set once at start; read by a reshape thread that finishes (a reshape resumed at start may end before). */
+    private volatile LiveTargets liveTargets;
     private final ExecutorService ioWorkers;
     private ReadaheadBudget readaheadBudget;
     private IscsiServer iscsi;
@@ -65,7 +68,7 @@ public final class StripestackServer implements Closeable {
 
     private StripestackServer(StripestackConfig config) {
         this.config = config;
-        this.liveArrays = new LiveArrays(luns, registry, config.dataDir());
+        this.liveArrays = new LiveArrays(luns, registry, config.dataDir(), this::arrayReshaped);
         this.arrays = liveArrays.arrays();
         this.remoteReturns = new RemoteMemberReturns(arrays, remoteMembers);
         AtomicInteger n = new AtomicInteger();
@@ -131,9 +134,6 @@ public final class StripestackServer implements Closeable {
         for (TargetConfig tc : config.targets()) {
             liveTargets.addAtStart(tc);
         }
-        for (Raid5Array array : arrays.values()) {
-            array.addCapacityListener(size -> liveTargets.arrayGrew(array));
-        }
         iscsi = new IscsiServer(settings(config.server()), liveTargets.definitions(), ioWorkers);
         iscsi.start();
         liveTargets.attach(iscsi);
@@ -153,6 +153,36 @@ public final class StripestackServer implements Closeable {
         Portal metricsPortal = config.server().metrics();
         if (metricsPortal != null) {
             metrics = new MetricsEndpoint(new InetSocketAddress(metricsPortal.host(), metricsPortal.port()), registry);
+        }
+    }
+
+    /**
+     * A reshape has finished (on the array's reshape thread): the LUNs over the array take its new size and tell
+     * their initiators, and the configuration file's entry of the array lists its members and spares as they are
+     * now (the rest of the file untouched), so the file stays true without a saveconfig.
+     */
+    private void arrayReshaped(Raid5Array array, ArrayConfig now) {
+        LiveTargets targets = liveTargets;
+        if (targets != null) {
+            targets.arrayGrew(array);
+        }
+        Path file = config.file();
+        if (file == null || !Files.isRegularFile(file)) {
+            log.info("{}: reshaped; the server runs without a configuration file, so none lists its members {}",
+                    array.name(), now.members());
+            return;
+        }
+        try {
+            if (ConfigSaver.saveArrayShape(file, now, config.dataDir(), Path.of(""))) {
+                log.info("{}: reshaped; {} now lists its members {} and spares {}", array.name(), file,
+                        now.members(), now.spares());
+            } else {
+                log.warn("{}: reshaped; {} has no entry for it (created at run time): saveconfig writes one",
+                        array.name(), file);
+            }
+        } catch (IOException | RuntimeException e) {
+            log.error("{}: reshaped, but {} was not updated: {}; list the members {} and spares {} there by hand",
+                    array.name(), file, e.getMessage(), now.members(), now.spares());
         }
     }
 

@@ -174,4 +174,58 @@ class ConfigSaverTest {
             assertTrue(ConfigLoader.parse("t", loadable, dir).server().portals().size() >= 1, loadable);
         }
     }
+    /** After a reshape: the array's member and spare lists and chunk are rewritten in place, the rest kept. */
+    @Test
+    void aReshapedArraysEntryListsItsFilesAndChunkWithTheRestKept() throws Exception {
+        Path data = dir.resolve("data");
+        String text = """
+                data_dir: %s
+                arrays:
+                  # the grown one
+                  md0:
+                    members:      # block list
+                      - m0.img
+                      - m1.img
+                      - m2.img
+                    spares: [s0.img, s1.img]   # two spares
+                    create_member_size: 8MiB
+                    chunk: 64KiB
+                  md1: {members: [a.img, b.img, c.img], chunk: 1MiB}
+                targets:
+                  - {iqn: "iqn.2026-11.io.example:a", luns: [{lun: 0, array: md0}]}
+                """.formatted(data);
+        StripestackConfig before = ConfigLoader.parse("c.yaml", text, Path.of(""));
+        StripestackConfig.ArrayConfig md0 = before.arrays().get("md0");
+        StripestackConfig.ArrayConfig grown = new StripestackConfig.ArrayConfig("md0",
+                java.util.List.of(data.resolve("m0.img"), data.resolve("m1.img"), data.resolve("m2.img"),
+                        data.resolve("s0.img")), java.util.List.of(data.resolve("s1.img")), 128 << 10, md0.layout(),
+                md0.createMemberSize(), md0.createSparse(), md0.stripeCacheSize(), md0.checkParityOnReads(),
+                md0.direct(), md0.startDirtyDegraded(), md0.consistencyPolicy(), md0.bitmapChunkBytes(), md0.remote());
+        String edited = ConfigSaver.withArrayShape(text, grown, data);
+        StripestackConfig after = ConfigLoader.parse("c.yaml", edited, Path.of(""));
+        assertEquals(grown.members(), after.arrays().get("md0").members(), edited);
+        assertEquals(grown.spares(), after.arrays().get("md0").spares(), edited);
+        assertEquals(128 << 10, after.arrays().get("md0").chunkBytes(), edited);
+        assertEquals(before.arrays().get("md1"), after.arrays().get("md1"), edited);
+        assertEquals(before.targets(), after.targets(), edited);
+        assertTrue(edited.contains("  # the grown one\n") && edited.contains("members:      # block list\n")
+                && edited.contains("   # two spares\n") && edited.contains("create_member_size: 8MiB"), edited);
+
+        StripestackConfig.ArrayConfig md1 = before.arrays().get("md1");
+        StripestackConfig.ArrayConfig md1Grown = new StripestackConfig.ArrayConfig("md1", java.util.List.of(
+                data.resolve("a.img"), data.resolve("b.img"), data.resolve("c.img"), data.resolve("d.img")),
+                java.util.List.of(data.resolve("e.img")), md1.chunkBytes(), md1.layout(), md1.createMemberSize(),
+                md1.createSparse(), md1.stripeCacheSize(), md1.checkParityOnReads(), md1.direct(),
+                md1.startDirtyDegraded(), md1.consistencyPolicy(), md1.bitmapChunkBytes(), md1.remote());
+        String flow = ConfigSaver.withArrayShape(edited, md1Grown, data);
+        StripestackConfig flowAfter = ConfigLoader.parse("c.yaml", flow, Path.of(""));
+        assertEquals(md1Grown.members(), flowAfter.arrays().get("md1").members(), flow);
+        assertEquals(md1Grown.spares(), flowAfter.arrays().get("md1").spares(), flow);
+        assertEquals(1 << 20, flowAfter.arrays().get("md1").chunkBytes(), flow);
+
+        StripestackConfig.ArrayConfig unknown = new StripestackConfig.ArrayConfig("md9", grown.members(),
+                grown.spares(), grown.chunkBytes(), md0.layout(), 0, false, 0, false, false, false,
+                md0.consistencyPolicy(), md0.bitmapChunkBytes(), md0.remote());
+        assertEquals(null, ConfigSaver.withArrayShape(text, unknown, data), "no entry: nothing to edit");
+    }
 }

@@ -84,20 +84,34 @@ class ArrayControlTest {
         assertTrue(Files.exists(dir.resolve("s1.img")));
     }
 
+    /** The reshape thread rewrites the file just after the array is idle: waits a little for it. */
+    private static void awaitFileContains(Path file, String text) throws Exception {
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (!Files.readString(file).contains(text)) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("the configuration file never said " + text + ":\n" + Files.readString(file));
+            }
+            Thread.sleep(20);
+        }
+    }
+
     @Test
-    void raidDisksGrowsTheArrayOntoAddedSpares() throws Exception {
-        StripestackConfig config = ConfigLoader.parse("grow.yaml", """
+    void raidDisksGrowsTheArrayOntoAddedSparesAndTheFileFollows() throws Exception {
+        Path file = dir.resolve("grow.yaml");
+        Files.writeString(file, """
                 data_dir: %s
                 server: {portals: ["127.0.0.1:0"]}
                 arrays:
+                  # the array that grows
                   md0:
-                    members: [m0.img, m1.img, m2.img]
+                    members: [m0.img, m1.img, m2.img]   # three to start with
                     create_member_size: 8MiB
                     chunk: 64KiB
                 targets:
                   - iqn: iqn.2026-11.io.stripestack:grow
                     luns: [{lun: 0, array: md0}]
-                """.formatted(dir), dir);
+                """.formatted(dir));
+        StripestackConfig config = ConfigLoader.load(file);
         byte[] data = new byte[4 << 20];
         new Random(11).nextBytes(data);
         try (StripestackServer server = StripestackServer.start(config)) {
@@ -116,6 +130,26 @@ class ArrayControlTest {
             ByteBuffer back = ByteBuffer.allocate(data.length);
             top.read(0, back);
             assertTrue(java.util.Arrays.equals(data, back.array()), "data intact after the grow");
+
+            // the file lists the new member without a saveconfig; a spare added later stays a spare there
+            awaitFileContains(file, "members: [\"m0.img\", \"m1.img\", \"m2.img\", \"m3.img\"]");
+            AdminServer.request(socket, "set md0/add s0.img");
+            AdminServer.request(socket, "set md0/chunk_size 131072");
+            waitFor(socket, "md0/sync_action", "idle");
+            awaitFileContains(file, "chunk: 128KiB");
+            String text = Files.readString(file);
+            assertTrue(text.contains("spares: [\"s0.img\"]") && text.contains("# the array that grows")
+                    && text.contains("create_member_size: 8MiB"), text);
+        }
+        StripestackConfig saved = ConfigLoader.load(file);
+        assertEquals(4, saved.arrays().get("md0").members().size());
+        try (StripestackServer again = StripestackServer.start(saved)) {
+            String status = AdminServer.request(saved.server().adminSocket(), "status");
+            assertTrue(status.contains("[4/4] [UUUU]") && status.contains("128k chunk") && status.contains("s0.img(S)"),
+                    status);
+            ByteBuffer back = ByteBuffer.allocate(data.length);
+            again.luns().get(0).top().read(0, back);
+            assertTrue(java.util.Arrays.equals(data, back.array()), "data intact after the restart");
         }
         ExternalTools.requireTool("mdadm");
         Result examine = ExternalTools.run("mdadm", "--examine", dir.resolve("m3.img").toString())
