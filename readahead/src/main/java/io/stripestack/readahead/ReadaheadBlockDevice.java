@@ -238,13 +238,20 @@ public final class ReadaheadBlockDevice extends MeteredBlockDevice {
         return size;
     }
 
-    /** The device below grew: the new end is readable and the streams' windows may reach it. */
+    /**
+     * The device below grew: the new end is readable and the streams' windows may reach it. A segment that held the
+     * old end is shorter than a segment and would serve a read past it short: it is dropped first.
+     */
     @Override
     public long resized() {
         long grown = below.resized();
         lock.lock();
         try {
             if (grown > size) {
+                if (size % segmentBytes != 0) {
+                    long tail = (size - 1) / segmentBytes;
+                    dropRange(tail, tail, false);
+                }
                 size = grown;
                 streams.resized(grown);
             }

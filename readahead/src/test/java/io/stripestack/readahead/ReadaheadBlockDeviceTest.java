@@ -18,6 +18,7 @@ import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
+import io.stripestack.testkit.GrowableBlockDevice;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -75,6 +76,38 @@ class ReadaheadBlockDeviceTest {
             }
             Thread.sleep(1);
         }
+    }
+
+    /**
+     * The device below grows while the segment holding its old end is held short: a sequential reader that goes on
+     * past the old end reads every byte right (a short segment kept would leave the rest of its buffer unfilled).
+     */
+    @Test
+    void aDeviceThatGrowsUnderHeldSegmentsReadsRightPastItsOldEnd() throws Exception {
+        int oldSize = (1 << 20) + 32 * KIB;
+        int newSize = 2 << 20;
+        GrowableBlockDevice below = new GrowableBlockDevice(patterned("grows", newSize), oldSize);
+        ReadaheadBudget budget = new ReadaheadBudget(2 << 20, SEGMENT);
+        try (ReadaheadBlockDevice device = new ReadaheadBlockDevice(below, budget)) {
+            device.setReadAheadKb(256);
+            long stop = oldSize - 48 * KIB;   // inside the last, short (32 KiB) segment's predecessor
+            for (long offset = 0; offset < stop; offset += 8 * KIB) {
+                assertPattern(read(device, offset, 8 * KIB), offset);
+            }
+            // the window reaches the old end: the short last segment is prefetched and held
+            long settled = -1;
+            while (settled != device.stats().layerCounter("prefetch_bytes")) {
+                settled = device.stats().layerCounter("prefetch_bytes");
+                Thread.sleep(50);   // until the prefetches of the window have landed
+            }
+            assertTrue(settled % SEGMENT == 32 * KIB, "the short last segment was prefetched: " + settled);
+            below.grow(newSize);
+            assertEquals(newSize, device.resized());
+            for (long offset = stop; offset + 32 * KIB <= newSize; offset += 32 * KIB) {   // one read spans the old end
+                assertPattern(read(device, offset, 32 * KIB), offset);
+            }
+        }
+        assertEquals(0, budget.inUseBytes(), "close returns every segment");
     }
 
     @Test

@@ -1,22 +1,29 @@
 package io.stripestack.testkit;
 
+import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.ForwardingBlockDevice;
 import io.stripestack.blockdev.MemoryBlockDevice;
 
 /**
- * Memory of a final size of which only a prefix is visible until {@link #grow}: a device that grows at run time,
- * as an array does after a reshape, for tests of the layers above.
+ * A device of which only a prefix is visible until {@link #grow}: a device that grows at run time, as an array does
+ * after a reshape, for tests of the layers above.
  *
- * <p>Thread-safe: the visible size is volatile; the memory is {@link MemoryBlockDevice}'s.
+ * <p>Thread-safe: the visible size is volatile; the rest is the device below's.
  */
 public final class GrowableBlockDevice extends ForwardingBlockDevice {
     private volatile long visible;
 
+    /** Memory of {@code fullBytes}, the first {@code visibleBytes} visible. */
     public GrowableBlockDevice(String name, long visibleBytes, int fullBytes) {
-        super(new MemoryBlockDevice(name, fullBytes, 512));
-        if (visibleBytes <= 0 || visibleBytes > fullBytes || visibleBytes % 512 != 0) {
-            throw new IllegalArgumentException(name + ": visible size " + visibleBytes + " must be a multiple of 512 "
-                    + "in (0, " + fullBytes + "]");
+        this(new MemoryBlockDevice(name, fullBytes, 512), visibleBytes);
+    }
+
+    /** {@code full}, of which the first {@code visibleBytes} are visible. */
+    public GrowableBlockDevice(BlockDevice full, long visibleBytes) {
+        super(full);
+        if (visibleBytes <= 0 || visibleBytes > full.size() || visibleBytes % full.logicalBlockSize() != 0) {
+            throw new IllegalArgumentException(full.name() + ": visible size " + visibleBytes + " must be a multiple "
+                    + "of " + full.logicalBlockSize() + " in (0, " + full.size() + "]");
         }
         this.visible = visibleBytes;
     }
