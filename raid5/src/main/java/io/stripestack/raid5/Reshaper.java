@@ -425,7 +425,8 @@ final class Reshaper {
 
     private void move() throws IOException, InterruptedException {
         long oldSize = oldGeo.size;
-        int batchRows = Math.max(1, BATCH_BYTES / newGeo.rowBytes);
+        int unit = Math.max(1, oldGeo.chunk / newGeo.chunk);   // see batchEnd
+        int batchRows = Math.max(unit, BATCH_BYTES / newGeo.rowBytes / unit * unit);
         ByteBuffer batch = ByteBuffer.allocateDirect(batchRows * newGeo.rowBytes);
         ByteBuffer parity = ByteBuffer.allocateDirect(batchRows * newGeo.chunk);
         ByteBuffer[] sources = new ByteBuffer[newGeo.dataDisks];
@@ -443,12 +444,11 @@ final class Reshaper {
             if (old.members.failed || failedRole >= 0) {
                 throw new IllegalStateException("member " + failedRole + " failed; a reshape does not run degraded");
             }
-            long end = Math.min(newGeo.rows, row + batchRows);
-            end = Math.min(end, rowsWritableAbove(safeBytes()));
+            long end = batchEnd(row, batchRows);
             if (end <= row) {
                 checkpoint();
                 lastCheckpoint = System.nanoTime();
-                end = Math.min(Math.min(newGeo.rows, row + batchRows), rowsWritableAbove(safeBytes()));
+                end = batchEnd(row, batchRows);
                 if (end <= row) {
                     throw new IllegalStateException("no room to write new row " + row + " (data offset moved "
                             + (oldGeo.dataOffset - newGeo.dataOffset) + " bytes)");
@@ -473,6 +473,18 @@ final class Reshaper {
             throttle.pace(row);
         }
         finish();
+    }
+
+    /**
+     * Where the batch from new row {@code row} ends: at most {@code batchRows} on, no further than the rows writable
+     * above the checkpoint, and, while the chunk shrinks, on a multiple of old chunk / new chunk rows (but the last
+     * row): Linux (since 4.3) starts a reshape only from a position on a multiple of the larger chunk times the new
+     * data disks, and every batch end may become the recorded position.
+     */
+    private long batchEnd(long row, int batchRows) {
+        long end = Math.min(Math.min(newGeo.rows, row + batchRows), rowsWritableAbove(safeBytes()));
+        int unit = Math.max(1, oldGeo.chunk / newGeo.chunk);
+        return end == newGeo.rows ? end : end - end % unit;
     }
 
     /**

@@ -272,6 +272,52 @@ class ReshapeTest {
         }
     }
 
+    /**
+     * While the chunk shrinks, every position the superblocks record is on a multiple of the old chunk times the new
+     * data disks, which Linux requires to start the array; with a data offset large enough that room never limits a
+     * batch, the batches' own size would not be.
+     */
+    @Test
+    void aShrinkingChunkRecordsPositionsLinuxAccepts() throws Exception {
+        long offsetSectors = 16384;   // 8 MiB: the mover is never held back by room
+        List<MemoryBlockDevice> members = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            members.add(new MemoryBlockDevice("k" + i, (int) (offsetSectors * 512) + 2 * ROWS * CHUNK, 512));
+        }
+        int oldChunk = 2 * CHUNK;
+        ByteBuffer buf = ByteBuffer.allocateDirect(BLOCK);
+        ByteBuffer expected = ByteBuffer.allocateDirect(BLOCK);
+        long blocks;
+        try (Raid5Array a = Raid5Array.create(members, new Raid5Config("shrink", oldChunk, Raid5Layout.LEFT_SYMMETRIC,
+                offsetSectors), Raid5Options.defaults().withConsistencyPolicy(ConsistencyPolicy.RESYNC), true)) {
+            blocks = a.size() / BLOCK;
+            for (long b = 0; b < blocks; b++) {
+                writeBlock(a, b, 5, buf);
+            }
+            a.setSyncSpeedMin(1);
+            a.setSyncSpeedMax(1);   // one batch, then it crawls until the close records the position
+            a.setChunkSize(CHUNK / 2);
+            while (a.syncProgress().doneSectors() == 0) {
+                Thread.sleep(5);
+            }
+        }
+        ByteBuffer sbBlock = ByteBuffer.allocate(Md1Superblock.BLOCK_BYTES);
+        members.get(0).read(Md1Superblock.OFFSET_BYTES, sbBlock);
+        Md1Superblock sb = Md1Superblock.decode(sbBlock.flip(), "k0");
+        assertTrue(sb.isReshaping(), "the close came before the end");
+        long unit = (long) (oldChunk / 512) * 3;   // the larger chunk x the new data disks
+        assertTrue(sb.reshapePosition > 0 && sb.reshapePosition % unit == 0,
+                "reshape_position " + sb.reshapePosition + " is not a multiple of " + unit);
+        try (Raid5Array a = Raid5Assembler.assemble(members, List.of(), Raid5Options.defaults())) {
+            a.setSyncSpeedMax(Raid5Array.DEFAULT_SYNC_SPEED_MAX);
+            assertTrue(a.awaitReshape(60, TimeUnit.SECONDS));
+            assertEquals(CHUNK / 2, a.chunkBytes());
+            for (long b = 0; b < blocks; b++) {
+                assertBlock(a, b, 5, buf, expected);
+            }
+        }
+    }
+
     @Test
     void refusesAChunkItCannotTake() throws Exception {
         List<MemoryBlockDevice> members = new ArrayList<>(List.of(device("m0"), device("m1"), device("m2")));
