@@ -12,13 +12,18 @@ import io.stripestack.targetserver.config.ConfigLoader;
 import io.stripestack.targetserver.config.StripestackConfig;
 import io.stripestack.targetserver.control.AdminServer;
 import io.stripestack.targetserver.testing.ExternalTools;
+import io.stripestack.targetserver.testing.MemberImages;
 import io.stripestack.targetserver.testing.Tgtd;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -55,6 +60,14 @@ class RemoteMembersServerTest {
 
     /** @param arrayKeys more keys of md0, each line indented by four spaces */
     private StripestackConfig config(String arrayKeys) throws Exception {
+        return config(arrayKeys, "");
+    }
+
+    /**
+     * @param arrayKeys more keys of md0, each line indented by four spaces
+     * @param lunKeys   more keys of the LUN on md0, in YAML flow style ({@code , key: value})
+     */
+    private StripestackConfig config(String arrayKeys, String lunKeys) throws Exception {
         for (int i = 0; i < 4; i++) {
             targets.add(Tgtd.start(dir.resolve("tgt" + i), 1, LUN_BYTES));
         }
@@ -77,9 +90,9 @@ class RemoteMembersServerTest {
                 targets:
                   - iqn: %s
                     luns:
-                      - {lun: 0, array: md0, readahead: 0}
+                      - {lun: 0, array: md0, readahead: 0%s}
                 """.formatted(dir.resolve("data"), targets.get(0).url(1), targets.get(1).url(1), targets.get(2).url(1),
-                targets.get(3).url(1), arrayKeys.strip(), IQN);
+                targets.get(3).url(1), arrayKeys.strip(), IQN, lunKeys);
         Path file = dir.resolve("remote.yaml");
         Files.writeString(file, yaml);
         return ConfigLoader.load(file);
@@ -129,27 +142,170 @@ class RemoteMembersServerTest {
     }
 
     @Test
-    void aKilledTargetMakesTheArrayDegradedWithoutLosingAWriteAndASecondOneStopsIt() throws Exception {
-        StripestackConfig config = config();
-        int blockBytes = 64 << 10;
-        int blocks = 256;
-        // generation of the last acknowledged write of each block (0: never written)
-        AtomicLongArray acknowledged = new AtomicLongArray(blocks);
+    void anEncryptedLunOverRemoteMembersSendsOnlyCiphertextToTheTargets() throws Exception {
+        byte[] key = new byte[64];
+        new java.util.Random(42).nextBytes(key);
+        Path keyFile = io.stripestack.blockdev.FilePermissions.createPrivate(dir.resolve("md0.key"));
+        Files.write(keyFile, key);
+        StripestackConfig config = config("", ", crypto: {cipher: aes-xts-plain64, key_size: 512, key_file: " + keyFile
+                + "}");
+        int bytes = 1 << 20;
+        long lunOffset = 3L << 20;
+        ByteBuffer plaintext = ByteBuffer.allocateDirect(bytes);
+        for (int sector = 0; sector < bytes / 512; sector++) {
+            byte[] line = String.format(java.util.Locale.ROOT, "%-512s", PLAINTEXT_MARK + " sector " + sector)
+                    .getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+            plaintext.put(line);
+        }
+        plaintext.flip();
         try (StripestackServer server = StripestackServer.start(config);
              IscsiInitiator client = IscsiInitiator.login(IscsiUrl.parse(url(server)), InitiatorOptions.defaults())) {
-            AtomicBoolean stop = new AtomicBoolean();
-            ExecutorService writers = Executors.newFixedThreadPool(4);
-            List<Future<Long>> done = new ArrayList<>();
-            for (int w = 0; w < 4; w++) {
+            client.write16(lunOffset / 512, plaintext);
+            client.synchronizeCache16();
+            ByteBuffer back = ByteBuffer.allocateDirect(bytes);
+            client.read16(lunOffset / 512, back);
+            assertEquals(plaintext.rewind(), back.flip(), "read back through the encrypted LUN");
+        }
+
+        byte[] mark = PLAINTEXT_MARK.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        Path[] files = {targets.get(0).backingFile(1), targets.get(1).backingFile(1), dir.resolve("data/local.img"),
+                targets.get(2).backingFile(1), targets.get(3).backingFile(1)};
+        for (Path f : files) {
+            assertEquals(-1, indexOf(Files.readAllBytes(f), mark), f + " holds plaintext");
+        }
+        // what the members hold there is the data encrypted with the LUN's key at its sectors, nothing else
+        MemberImages members = MemberImages.examine(files);
+        try (io.stripestack.crypto.SectorCipher cipher = io.stripestack.crypto.SectorCipher.create(
+                io.stripestack.crypto.CryptSpec.parse("aes-xts-plain64"), key, 512, false)) {
+            for (long at = 0; at < bytes; at += members.chunk()) {
+                ByteBuffer stored = members.read(lunOffset + at, members.chunk(), -1);
+                cipher.decrypt(stored, (lunOffset + at) / 512);
+                assertEquals(plaintext.duplicate().position((int) at).limit((int) at + members.chunk()), stored.rewind(),
+                        "the members' bytes at LUN offset " + (lunOffset + at) + " decrypt to the data written");
+            }
+        }
+    }
+
+    private static final String PLAINTEXT_MARK = "stripestack plaintext that must not leave the gateway";
+
+    private static int indexOf(byte[] haystack, byte[] needle) {
+        outer:
+        for (int i = 0; i + needle.length <= haystack.length; i++) {
+            for (int j = 0; j < needle.length; j++) {
+                if (haystack[i + j] != needle[j]) {
+                    continue outer;
+                }
+            }
+            return i;
+        }
+        return -1;
+    }
+
+    @Test
+    void aKilledTargetMakesTheArrayDegradedWithoutLosingAWriteAndASecondOneStopsItWithNothingAcknowledgedLost()
+            throws Exception {
+        StripestackConfig config = config();
+        VerifyingLoad load = new VerifyingLoad();
+        try (StripestackServer server = StripestackServer.start(config);
+             IscsiInitiator client = IscsiInitiator.login(IscsiUrl.parse(url(server)), InitiatorOptions.defaults())) {
+            Path socket = config.server().adminSocket();
+            load.start(client);
+            Thread.sleep(1500);
+            targets.get(1).kill();
+            Thread.sleep(6000); // the retry window (3 s) passes under load
+            long writes = load.stop();
+            assertTrue(load.failures.isEmpty(), "no write failed while one member was lost: " + load.failures);
+            assertEquals("degraded\n", AdminServer.request(socket, "get md0/array_state"));
+            String status = AdminServer.request(socket, "status");
+            assertTrue(status.contains("md0 remote " + targets.get(1).url(1) + ": failed"), status);
+            assertTrue(writes > VerifyingLoad.BLOCKS, "the load kept writing: " + writes);
+            load.verifyThrough(client);
+
+            load.start(client);
+            Thread.sleep(1500);
+            targets.get(3).kill();                // the second member lost under the same load
+            load.awaitAllFailed(60);
+            for (IOException e : load.failures.values()) {
+                assertTrue(e.getMessage().contains("CHECK CONDITION") && e.getMessage().contains("MEDIUM ERROR"),
+                        "every writer got an error, none hung: " + e.getMessage());
+            }
+            assertEquals("failed\n", AdminServer.request(socket, "get md0/array_state"));
+            status = AdminServer.request(socket, "status");
+            assertTrue(status.contains("md0 remote " + targets.get(3).url(1) + ": failed"), status);
+            assertTrue(status.contains("md0 : inactive") && status.contains("[5/3]"), status);
+            IOException read = assertThrows(IOException.class,
+                    () -> client.read16(0, ByteBuffer.allocateDirect(VerifyingLoad.BLOCK_BYTES)));
+            assertTrue(read.getMessage().contains("MEDIUM ERROR"), "a failed array reads nothing: " + read.getMessage());
+        } // the server stops, its close returning with the array failed
+
+        // Offline, as an operator restoring the array would: every acknowledged block is on the members. The member
+        // lost first (stale) is left out and rebuilt from the others, the one lost second still holds all it
+        // acknowledged. A row a failed write was changing may hold its new data without its parity (md's write
+        // hole, only for writes never acknowledged): the stale member's chunks of those rows cannot be rebuilt and
+        // are not asked for.
+        MemberImages members = MemberImages.examine(targets.get(0).backingFile(1), targets.get(1).backingFile(1),
+                dir.resolve("data/local.img"), targets.get(2).backingFile(1), targets.get(3).backingFile(1));
+        int stale = members.roleOf(targets.get(1).backingFile(1));
+        Set<Long> tornRows = new HashSet<>();
+        load.failures.keySet().forEach(b -> tornRows.add(members.rowOf((long) b * VerifyingLoad.BLOCK_BYTES)));
+        int checked = 0;
+        int unrebuildable = 0;
+        for (int b = 0; b < VerifyingLoad.BLOCKS; b++) {
+            long offset = (long) b * VerifyingLoad.BLOCK_BYTES;
+            boolean onLostMember = members.roleOf(offset) == stale;
+            if (load.acknowledged.get(b) == 0) {
+                continue;
+            }
+            if (onLostMember && tornRows.contains(members.rowOf(offset))) {
+                unrebuildable++;
+                continue;
+            }
+            ByteBuffer stored = members.read(offset, VerifyingLoad.BLOCK_BYTES, stale);
+            assertTrue(load.isAcknowledgedOrInFlight(b, stored), "block " + b + (onLostMember ? ", rebuilt," : "")
+                    + " holds what was acknowledged (generation " + load.acknowledged.get(b) + ")");
+            checked++;
+        }
+        assertTrue(unrebuildable <= VerifyingLoad.WRITERS && checked >= VerifyingLoad.BLOCKS - VerifyingLoad.WRITERS,
+                "checked " + checked + " blocks, left " + unrebuildable + " in rows of failed writes");
+    }
+
+    /**
+     * Four writers, each over its own blocks (b % 4), so each block's acknowledgements are ordered: the generation
+     * of every block's last acknowledged write, and the one a writer had in flight when its write failed.
+     */
+    private static final class VerifyingLoad {
+        static final int BLOCK_BYTES = 64 << 10;
+        static final int BLOCKS = 256;
+        static final int WRITERS = 4;
+
+        final AtomicLongArray acknowledged = new AtomicLongArray(BLOCKS);
+        final AtomicLongArray inFlight = new AtomicLongArray(BLOCKS);
+        /** The block whose write failed, and the error, for each writer that stopped on one. */
+        final Map<Integer, IOException> failures = new ConcurrentHashMap<>();
+        private final AtomicBoolean stop = new AtomicBoolean();
+        private ExecutorService writers;
+        private final List<Future<Long>> done = new ArrayList<>();
+
+        void start(IscsiInitiator client) {
+            stop.set(false);
+            done.clear();
+            writers = Executors.newFixedThreadPool(WRITERS);
+            for (int w = 0; w < WRITERS; w++) {
                 int writer = w;
                 done.add(writers.submit(() -> {
-                    ByteBuffer buf = ByteBuffer.allocateDirect(blockBytes);
+                    ByteBuffer buf = ByteBuffer.allocateDirect(BLOCK_BYTES);
                     long writes = 0;
-                    // each writer owns the blocks b with b % 4 == writer, so acknowledgements are ordered per block
-                    for (long generation = 1; !stop.get(); generation++) {
-                        for (int b = writer; b < blocks && !stop.get(); b += 4) {
+                    while (!stop.get()) {
+                        for (int b = writer; b < BLOCKS && !stop.get(); b += WRITERS) {
+                            long generation = acknowledged.get(b) + 1;
                             fill(buf, b, generation);
-                            client.write16((long) b * blockBytes / 512, buf);
+                            inFlight.set(b, generation);
+                            try {
+                                client.write16((long) b * BLOCK_BYTES / 512, buf);
+                            } catch (IOException e) {
+                                failures.put(b, e);
+                                return writes;
+                            }
                             acknowledged.set(b, generation);
                             writes++;
                         }
@@ -157,44 +313,57 @@ class RemoteMembersServerTest {
                     return writes;
                 }));
             }
-            Thread.sleep(1500);
-            targets.get(1).kill();
-            Thread.sleep(6000); // the retry window (3 s) passes under load
+        }
+
+        /** Stops the writers; returns how many writes they had acknowledged. */
+        long stop() throws Exception {
             stop.set(true);
+            return awaitWriters(60);
+        }
+
+        /** Waits for every writer to have stopped on an error of its own. */
+        void awaitAllFailed(int seconds) throws Exception {
+            awaitWriters(seconds);
+            assertEquals(WRITERS, failures.size(), "every writer stopped on an error: " + failures);
+        }
+
+        private long awaitWriters(int seconds) throws Exception {
             long writes = 0;
             for (Future<Long> f : done) {
-                writes += f.get(60, TimeUnit.SECONDS);
+                writes += f.get(seconds, TimeUnit.SECONDS);
             }
             writers.shutdown();
-            Path socket = config.server().adminSocket();
-            assertEquals("degraded\n", AdminServer.request(socket, "get md0/array_state"));
-            String status = AdminServer.request(socket, "status");
-            assertTrue(status.contains("md0 remote " + targets.get(1).url(1) + ": failed"), status);
-            assertTrue(writes > blocks, "the load kept writing: " + writes);
+            return writes;
+        }
 
-            ByteBuffer back = ByteBuffer.allocateDirect(blockBytes);
-            ByteBuffer expected = ByteBuffer.allocateDirect(blockBytes);
-            for (int b = 0; b < blocks; b++) {
+        /** Every written block reads back, through the array, as its last acknowledged generation. */
+        void verifyThrough(IscsiInitiator client) throws IOException {
+            ByteBuffer back = ByteBuffer.allocateDirect(BLOCK_BYTES);
+            ByteBuffer expected = ByteBuffer.allocateDirect(BLOCK_BYTES);
+            for (int b = 0; b < BLOCKS; b++) {
                 long generation = acknowledged.get(b);
                 if (generation == 0) {
                     continue;
                 }
                 back.clear();
-                client.read16((long) b * blockBytes / 512, back);
+                client.read16((long) b * BLOCK_BYTES / 512, back);
                 fill(expected, b, generation);
                 assertEquals(expected, back.flip(), "block " + b + " generation " + generation);
             }
+        }
 
-            targets.get(3).kill();
-            ByteBuffer one = ByteBuffer.allocateDirect(blockBytes);
-            fill(one, 0, 1 << 20);
-            IOException refused = assertThrows(IOException.class, () -> {
-                for (int b = 0; b < blocks; b++) { // the first write to reach the second lost member fails
-                    client.write16((long) b * blockBytes / 512, one.rewind());
-                }
-            });
-            assertTrue(refused.getMessage().contains("CHECK CONDITION"), refused.getMessage());
-            assertEquals("failed\n", AdminServer.request(socket, "get md0/array_state"));
+        /** The block holds its last acknowledged generation, or the one that was in flight when its write failed. */
+        boolean isAcknowledgedOrInFlight(int b, ByteBuffer stored) {
+            ByteBuffer expected = ByteBuffer.allocate(BLOCK_BYTES);
+            fill(expected, b, acknowledged.get(b));
+            if (expected.equals(stored)) {
+                return true;
+            }
+            if (!failures.containsKey(b)) {
+                return false;
+            }
+            fill(expected, b, inFlight.get(b));
+            return expected.equals(stored);
         }
     }
 
