@@ -11,6 +11,7 @@ import io.stripestack.initiator.IscsiUrl;
 import io.stripestack.targetserver.config.ConfigLoader;
 import io.stripestack.targetserver.config.StripestackConfig;
 import io.stripestack.targetserver.control.AdminServer;
+import io.stripestack.targetserver.testing.CommandTap;
 import io.stripestack.targetserver.testing.ExternalTools;
 import io.stripestack.targetserver.testing.MemberImages;
 import io.stripestack.targetserver.testing.Tgtd;
@@ -48,10 +49,21 @@ class RemoteMembersServerTest {
     Path dir;
 
     private final List<Tgtd> targets = new ArrayList<>();
+    /** When not empty, the array reaches target i through tap i. */
+    private final List<CommandTap> taps = new ArrayList<>();
+    private boolean throughTaps;
 
     @AfterEach
-    void killTargets() {
+    void killTargets() throws IOException {
         targets.forEach(Tgtd::close);
+        for (CommandTap t : taps) {
+            t.close();
+        }
+    }
+
+    private String memberUrl(int i) {
+        String url = targets.get(i).url(1);
+        return taps.isEmpty() ? url : taps.get(i).relay(url);
     }
 
     private StripestackConfig config() throws Exception {
@@ -70,6 +82,9 @@ class RemoteMembersServerTest {
     private StripestackConfig config(String arrayKeys, String lunKeys) throws Exception {
         for (int i = 0; i < 4; i++) {
             targets.add(Tgtd.start(dir.resolve("tgt" + i), 1, LUN_BYTES));
+            if (throughTaps) {
+                taps.add(CommandTap.inFrontOf(IscsiUrl.parse(targets.get(i).url(1)).port()));
+            }
         }
         String yaml = """
                 data_dir: %s
@@ -91,8 +106,8 @@ class RemoteMembersServerTest {
                   - iqn: %s
                     luns:
                       - {lun: 0, array: md0, readahead: 0%s}
-                """.formatted(dir.resolve("data"), targets.get(0).url(1), targets.get(1).url(1), targets.get(2).url(1),
-                targets.get(3).url(1), arrayKeys.strip(), IQN, lunKeys);
+                """.formatted(dir.resolve("data"), memberUrl(0), memberUrl(1), memberUrl(2), memberUrl(3), arrayKeys.strip(), IQN,
+                lunKeys);
         Path file = dir.resolve("remote.yaml");
         Files.writeString(file, yaml);
         return ConfigLoader.load(file);
@@ -138,6 +153,51 @@ class RemoteMembersServerTest {
             String read = ExternalTools.run("qemu-io", "-f", "raw", "-r", "-c", "read -P 0x5a 0 3M",
                     "-c", "read -P 0xc3 5M 200k", url(server)).requireSuccess("qemu-io read").output();
             assertFalse(read.contains("fail"), read);
+        }
+    }
+
+    @Test
+    void synchronizeCacheAndFuaOnTheFrontEndReachEveryRemoteMemberOverItsConfiguredSessions() throws Exception {
+        throughTaps = true;
+        StripestackConfig config = config("consistency_policy: resync");
+        try (StripestackServer server = StripestackServer.start(config);
+             IscsiInitiator client = IscsiInitiator.login(IscsiUrl.parse(url(server)), InitiatorOptions.defaults())) {
+            ByteBuffer data = ByteBuffer.allocateDirect(1 << 20); // 16 chunks: every member holds some
+            client.write16(0, data);
+            for (int i = 0; i < taps.size(); i++) {
+                assertEquals(2, taps.get(i).connectionsWithCommands(), "member " + i + ": remote_connections 2");
+            }
+
+            long[] before = syncsOnceQuiet();
+            client.synchronizeCache16();
+            long[] after = syncsOnceQuiet();
+            for (int i = 0; i < taps.size(); i++) {
+                assertTrue(after[i] > before[i], "SYNCHRONIZE CACHE reached member " + i);
+            }
+
+            client.write16Fua(64, data.clear().limit(64 << 10)); // one chunk: a FUA write flushes the whole stack
+            long[] afterFua = syncsOnceQuiet();
+            for (int i = 0; i < taps.size(); i++) {
+                assertTrue(afterFua[i] > after[i], "the FUA write's flush reached member " + i);
+            }
+        }
+    }
+
+    /**
+     * Each member's SYNCHRONIZE CACHE count once no command has reached any member for half a second, so what the
+     * array does by itself after a write (its superblocks) is not taken for what the next command causes.
+     */
+    private long[] syncsOnceQuiet() throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        long seen = -1;
+        for (;;) {
+            long now = taps.stream().mapToLong(CommandTap::commands).sum();
+            if (now == seen) {
+                return taps.stream().mapToLong(CommandTap::synchronizeCaches).toArray();
+            }
+            assertTrue(System.nanoTime() < deadline, "the members never went quiet");
+            seen = now;
+            Thread.sleep(500);
         }
     }
 

@@ -69,6 +69,15 @@ public final class CommandTap implements AutoCloseable {
         return commandsByOpcode[opcode].sum();
     }
 
+    /** Every SCSI command that reached the target. */
+    public long commands() {
+        long sum = 0;
+        for (LongAdder a : commandsByOpcode) {
+            sum += a.sum();
+        }
+        return sum;
+    }
+
     /** SYNCHRONIZE CACHE (10) and (16). */
     public long synchronizeCaches() {
         return commands(OPCODE_SYNCHRONIZE_CACHE_10) + commands(OPCODE_SYNCHRONIZE_CACHE_16);
