@@ -37,9 +37,12 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A RAID-5 across four LUNs on four real tgt targets (one tgtd each) and one local file, exported by our own
- * front end: libiscsi's and qemu's clients use it, mdadm reads the superblocks on the remote LUNs, the array
+ * front end: libiscsi's tools (iscsi-ls, iscsi-inq, iscsi-readcapacity16, iscsi-test-cu's READ(16) and WRITE(16)
+ * suites, FUA included) and qemu's clients use it, mdadm reads the superblocks on the remote LUNs, the array
  * assembles again from them after a restart; a target killed under a verifying write load makes the array
- * degraded and loses no acknowledged write, and a second one stops the array with an error.
+ * degraded and loses no acknowledged write, and a second one stops the array with an error while the member files
+ * still hold every acknowledged block; a target that comes back is re-added and only the regions written
+ * meanwhile are rebuilt; SYNCHRONIZE CACHE and FUA reach every member; an encrypted LUN sends only ciphertext.
  */
 class RemoteMembersServerTest {
     private static final String IQN = "iqn.2026-11.io.stripestack:remote";
@@ -126,6 +129,15 @@ class RemoteMembersServerTest {
                     .requireSuccess("iscsi-readcapacity16").output();
             arrayBytes = Long.parseLong(capacity.replaceAll("(?s).*Total size:(\\d+).*", "$1"));
             assertTrue(arrayBytes >= 4 * (LUN_BYTES - (2 << 20)), capacity);
+            String listed = ExternalTools.run("iscsi-ls", "-s", "iscsi://127.0.0.1:"
+                    + server.boundAddresses().get(0).getPort() + "/").requireSuccess("iscsi-ls").output();
+            assertTrue(listed.contains("Target:" + IQN) && listed.contains("Lun:0"), listed);
+            String inquiry = ExternalTools.run("iscsi-inq", url(server)).requireSuccess("iscsi-inq").output();
+            assertTrue(inquiry.contains("STRIPSTK") || inquiry.toLowerCase(java.util.Locale.ROOT).contains("stripestack"),
+                    inquiry);
+            for (String suite : List.of("SCSI.Read16", "SCSI.Write16")) {
+                ConformanceSubsetTest.runWithoutFailures(suite, url(server)); // overwrites: before the data below
+            }
             String written = ExternalTools.run("qemu-io", "-f", "raw", "-c", "write -P 0x5a 0 3M",
                     "-c", "write -P 0xc3 5M 200k", "-c", "read -P 0x5a 0 3M", url(server))
                     .requireSuccess("qemu-io write").output();
