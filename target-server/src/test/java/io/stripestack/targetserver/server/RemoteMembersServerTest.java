@@ -446,23 +446,16 @@ class RemoteMembersServerTest {
                     bitmap_chunk: 1MiB
                 """);
         StripestackServer.start(config).close(); // created (its initial parity pass dirties every region), closed clean
-        int blockBytes = 64 << 10;
+        VerifyingLoad load = new VerifyingLoad();
         try (StripestackServer server = StripestackServer.start(config);
              IscsiInitiator client = IscsiInitiator.login(IscsiUrl.parse(url(server)), InitiatorOptions.defaults())) {
             Path socket = config.server().adminSocket();
-            ByteBuffer buf = ByteBuffer.allocateDirect(blockBytes);
-            int before = 32;                      // 2 MiB written while all are there
-            for (int b = 0; b < before; b++) {
-                fill(buf, b, 1);
-                client.write16((long) b * blockBytes / 512, buf);
-            }
+            load.start(client);
+            Thread.sleep(1000);
             targets.get(1).kill();
-            int away = 16;                        // 1 MiB written while member 1 is away, from 40 MiB on
-            int firstAway = 640;
-            for (int b = firstAway; b < firstAway + away; b++) {
-                fill(buf, b, 2);
-                client.write16((long) b * blockBytes / 512, buf);
-            }
+            Thread.sleep(5000);                   // the retry window (3 s) passes under the load
+            load.stop();
+            assertTrue(load.failures.isEmpty(), "no write failed while one member was lost: " + load.failures);
             assertEquals("degraded", io.stripestack.targetserver.testing.AdminAttributes.get(socket, "md0/array_state"));
             long commandsWhileAway = commands(AdminServer.request(socket, "get md0/remote/1"));
 
@@ -471,23 +464,19 @@ class RemoteMembersServerTest {
             String line = AdminServer.request(socket, "get md0/remote/1");
             assertTrue(line.contains(": connected"), line);
             long rebuildCommands = commands(line) - commandsWhileAway;
-            // the dirty 1 MiB regions: up to 2 from before (the bitmap daemon may not have cleared them yet) and
-            // 1 or 2 while away, a 64 KiB command per row, plus superblock and bitmap writes; a whole rebuild
-            // would write all of the member's ~480 rows
-            assertTrue(rebuildCommands > 0 && rebuildCommands < 100, "rebuild commands " + rebuildCommands);
+            // A bitmap region is 1 MiB of each member: 16 rows of 64 KiB chunks, one 64 KiB write to the re-added
+            // member per row rebuilt. The load's 16 MiB are the array's first 64 rows, 4 regions, all written
+            // while the member was away; the superblock and bitmap writes are fewer than a region's rows. Rebuilding
+            // the whole member would write all of its ~490 rows (31 regions), rebuilding nothing none.
+            int rowsPerRegion = 16;
+            int arrayBytesPerRegion = 4 << 20;    // a region's 16 rows hold four data chunks each
+            int loadRegions = VerifyingLoad.BLOCKS * VerifyingLoad.BLOCK_BYTES / arrayBytesPerRegion;
+            assertTrue(rebuildCommands >= rowsPerRegion && rebuildCommands < (loadRegions + 1) * rowsPerRegion,
+                    "rebuild commands " + rebuildCommands);
 
             targets.get(3).kill();                // now every row needs the re-added member
             io.stripestack.targetserver.testing.AdminAttributes.waitFor(socket, "md0/array_state", "degraded");
-            ByteBuffer back = ByteBuffer.allocateDirect(blockBytes);
-            for (int b = 0; b < firstAway + away; b++) {
-                if (b >= before && b < firstAway) {
-                    continue;
-                }
-                back.clear();
-                client.read16((long) b * blockBytes / 512, back);
-                fill(buf, b, b < before ? 1 : 2);
-                assertEquals(buf, back.flip(), "block " + b);
-            }
+            load.verifyThrough(client);
         }
     }
 
