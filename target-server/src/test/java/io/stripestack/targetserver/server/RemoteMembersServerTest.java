@@ -154,6 +154,12 @@ class RemoteMembersServerTest {
             assertTrue(metrics.contains("stripestack_remote_member_connected{array=\"md0\",member=\""
                     + targets.get(2).url(1) + "\",state=\"connected\"} 1"), metrics);
             assertTrue(metrics.matches("(?s).*stripestack_remote_member_commands_total\\{[^}]*\\} [1-9].*"), metrics);
+            String member0 = "{array=\"md0\",member=\"" + targets.get(0).url(1) + "\",state=\"connected\"} ";
+            assertTrue(metrics.contains("stripestack_remote_member_queue_depth" + member0 + "16\n"), metrics);
+            assertTrue(metrics.contains("stripestack_remote_member_sessions_up" + member0 + "2\n"), metrics);
+            assertTrue(metrics.contains("stripestack_remote_member_retries_total" + member0 + "0\n"), metrics);
+            assertTrue(metrics.matches("(?s).*stripestack_remote_member_latency_microseconds\\{[^}]*\\} [1-9].*"),
+                    metrics);
         }
         String examine = ExternalTools.run("mdadm", "--examine", targets.get(1).backingFile(1).toString())
                 .requireSuccess("mdadm --examine").output();
@@ -290,6 +296,8 @@ class RemoteMembersServerTest {
             assertEquals("degraded\n", AdminServer.request(socket, "get md0/array_state"));
             String status = AdminServer.request(socket, "status");
             assertTrue(status.contains("md0 remote " + targets.get(1).url(1) + ": failed"), status);
+            String lost = AdminServer.request(socket, "get md0/remote/1");
+            assertTrue(lost.matches("(?s).*retries [1-9].*"), "the lost member's commands were retried: " + lost);
             assertTrue(writes > VerifyingLoad.BLOCKS, "the load kept writing: " + writes);
             load.verifyThrough(client);
 
