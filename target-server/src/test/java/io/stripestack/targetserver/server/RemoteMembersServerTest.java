@@ -5,6 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.stripestack.blockdev.FilePermissions;
+import io.stripestack.crypto.CryptSpec;
+import io.stripestack.crypto.SectorCipher;
 import io.stripestack.initiator.InitiatorOptions;
 import io.stripestack.initiator.IscsiInitiator;
 import io.stripestack.initiator.IscsiUrl;
@@ -17,12 +20,15 @@ import io.stripestack.targetserver.testing.MemberImages;
 import io.stripestack.targetserver.testing.Tgtd;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -109,8 +115,8 @@ class RemoteMembersServerTest {
                   - iqn: %s
                     luns:
                       - {lun: 0, array: md0, readahead: 0%s}
-                """.formatted(dir.resolve("data"), memberUrl(0), memberUrl(1), memberUrl(2), memberUrl(3), arrayKeys.strip(), IQN,
-                lunKeys);
+                """.formatted(dir.resolve("data"), memberUrl(0), memberUrl(1), memberUrl(2), memberUrl(3),
+                arrayKeys.strip(), IQN, lunKeys);
         Path file = dir.resolve("remote.yaml");
         Files.writeString(file, yaml);
         return ConfigLoader.load(file);
@@ -133,7 +139,7 @@ class RemoteMembersServerTest {
                     + server.boundAddresses().get(0).getPort() + "/").requireSuccess("iscsi-ls").output();
             assertTrue(listed.contains("Target:" + IQN) && listed.contains("Lun:0"), listed);
             String inquiry = ExternalTools.run("iscsi-inq", url(server)).requireSuccess("iscsi-inq").output();
-            assertTrue(inquiry.contains("STRIPSTK") || inquiry.toLowerCase(java.util.Locale.ROOT).contains("stripestack"),
+            assertTrue(inquiry.contains("STRIPSTK") || inquiry.toLowerCase(Locale.ROOT).contains("stripestack"),
                     inquiry);
             for (String suite : List.of("SCSI.Read16", "SCSI.Write16")) {
                 ConformanceSubsetTest.runWithoutFailures(suite, url(server)); // overwrites: before the data below
@@ -222,8 +228,8 @@ class RemoteMembersServerTest {
     @Test
     void anEncryptedLunOverRemoteMembersSendsOnlyCiphertextToTheTargets() throws Exception {
         byte[] key = new byte[64];
-        new java.util.Random(42).nextBytes(key);
-        Path keyFile = io.stripestack.blockdev.FilePermissions.createPrivate(dir.resolve("md0.key"));
+        new Random(42).nextBytes(key);
+        Path keyFile = FilePermissions.createPrivate(dir.resolve("md0.key"));
         Files.write(keyFile, key);
         StripestackConfig config = config("", ", crypto: {cipher: aes-xts-plain64, key_size: 512, key_file: " + keyFile
                 + "}");
@@ -231,8 +237,8 @@ class RemoteMembersServerTest {
         long lunOffset = 3L << 20;
         ByteBuffer plaintext = ByteBuffer.allocateDirect(bytes);
         for (int sector = 0; sector < bytes / 512; sector++) {
-            byte[] line = String.format(java.util.Locale.ROOT, "%-512s", PLAINTEXT_MARK + " sector " + sector)
-                    .getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+            byte[] line = String.format(Locale.ROOT, "%-512s", PLAINTEXT_MARK + " sector " + sector)
+                    .getBytes(StandardCharsets.US_ASCII);
             plaintext.put(line);
         }
         plaintext.flip();
@@ -245,7 +251,7 @@ class RemoteMembersServerTest {
             assertEquals(plaintext.rewind(), back.flip(), "read back through the encrypted LUN");
         }
 
-        byte[] mark = PLAINTEXT_MARK.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        byte[] mark = PLAINTEXT_MARK.getBytes(StandardCharsets.US_ASCII);
         Path[] files = {targets.get(0).backingFile(1), targets.get(1).backingFile(1), dir.resolve("data/local.img"),
                 targets.get(2).backingFile(1), targets.get(3).backingFile(1)};
         for (Path f : files) {
@@ -253,12 +259,12 @@ class RemoteMembersServerTest {
         }
         // what the members hold there is the data encrypted with the LUN's key at its sectors, nothing else
         MemberImages members = MemberImages.examine(files);
-        try (io.stripestack.crypto.SectorCipher cipher = io.stripestack.crypto.SectorCipher.create(
-                io.stripestack.crypto.CryptSpec.parse("aes-xts-plain64"), key, 512, false)) {
+        try (SectorCipher cipher = SectorCipher.create(CryptSpec.parse("aes-xts-plain64"), key, 512, false)) {
             for (long at = 0; at < bytes; at += members.chunk()) {
                 ByteBuffer stored = members.read(lunOffset + at, members.chunk(), -1);
                 cipher.decrypt(stored, (lunOffset + at) / 512);
-                assertEquals(plaintext.duplicate().position((int) at).limit((int) at + members.chunk()), stored.rewind(),
+                ByteBuffer written = plaintext.duplicate().position((int) at).limit((int) at + members.chunk());
+                assertEquals(written, stored,
                         "the members' bytes at LUN offset " + (lunOffset + at) + " decrypt to the data written");
             }
         }
@@ -315,7 +321,8 @@ class RemoteMembersServerTest {
             assertTrue(status.contains("md0 : inactive") && status.contains("[5/3]"), status);
             IOException read = assertThrows(IOException.class,
                     () -> client.read16(0, ByteBuffer.allocateDirect(VerifyingLoad.BLOCK_BYTES)));
-            assertTrue(read.getMessage().contains("MEDIUM ERROR"), "a failed array reads nothing: " + read.getMessage());
+            assertTrue(read.getMessage().contains("MEDIUM ERROR"), "a failed array reads nothing: "
+                    + read.getMessage());
         } // the server stops, its close returning with the array failed
 
         // Offline, as an operator restoring the array would: every acknowledged block is on the members. The member
