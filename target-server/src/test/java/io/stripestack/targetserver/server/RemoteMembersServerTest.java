@@ -47,8 +47,8 @@ import org.junit.jupiter.api.io.TempDir;
  * suites, FUA included) and qemu's clients use it, mdadm reads the superblocks on the remote LUNs, the array
  * assembles again from them after a restart; a target killed under a verifying write load makes the array
  * degraded and loses no acknowledged write, and a second one stops the array with an error while the member files
- * still hold every acknowledged block; a target that comes back is re-added and only the regions written
- * meanwhile are rebuilt; SYNCHRONIZE CACHE and FUA reach every member; an encrypted LUN sends only ciphertext.
+ * still hold every acknowledged block; a spare on a fifth target is rebuilt into a lost member's role; a target
+ * that comes back is re-added and only the regions written meanwhile are rebuilt; SYNCHRONIZE CACHE and FUA reach every member; an encrypted LUN sends only ciphertext.
  */
 class RemoteMembersServerTest {
     private static final String IQN = "iqn.2026-11.io.stripestack:remote";
@@ -452,6 +452,41 @@ class RemoteMembersServerTest {
             fill(expected, b, inFlight.get(b));
             return expected.equals(stored);
         }
+    }
+
+    @Test
+    void aSpareOnARemoteTargetIsRebuiltIntoTheLostMembersRoleUnderLoad() throws Exception {
+        Tgtd spare = Tgtd.start(dir.resolve("spare"), 1, LUN_BYTES);
+        StripestackConfig config;
+        try {
+            config = config("spares: [" + spare.url(1) + "]");
+        } finally {
+            targets.add(spare); // index 4, closed with the others
+        }
+        VerifyingLoad load = new VerifyingLoad();
+        try (StripestackServer server = StripestackServer.start(config);
+             IscsiInitiator client = IscsiInitiator.login(IscsiUrl.parse(url(server)), InitiatorOptions.defaults())) {
+            Path socket = config.server().adminSocket();
+            assertTrue(AdminServer.request(socket, "get md0/remote/4").startsWith(spare.url(1) + ": connected"));
+            load.start(client);
+            Thread.sleep(1000);
+            targets.get(1).kill();
+            Thread.sleep(5000);                   // the retry window (3 s) passes under the load, the rebuild starts
+            load.stop();
+            assertTrue(load.failures.isEmpty(), "no write failed while one member was lost: " + load.failures);
+            io.stripestack.targetserver.testing.AdminAttributes.waitFor(socket, "md0/array_state", "clean");
+
+            targets.get(3).kill();                // now every row needs the rebuilt spare
+            load.verifyThrough(client);           // the first read that needs member 3 waits out its retry window
+            assertEquals("degraded", io.stripestack.targetserver.testing.AdminAttributes.get(socket,
+                    "md0/array_state"));
+        }
+        String examine = ExternalTools.run("mdadm", "--examine", spare.backingFile(1).toString())
+                .requireSuccess("mdadm --examine").output();
+        String lostRole = ExternalTools.run("mdadm", "--examine", targets.get(1).backingFile(1).toString())
+                .requireSuccess("mdadm --examine").output().replaceAll("(?s).*Device Role : (Active device \\d+).*", "$1");
+        assertTrue(examine.contains("Device Role : " + lostRole), "the spare holds the lost member's role ("
+                + lostRole + "):\n" + examine);
     }
 
     @Test
