@@ -2,7 +2,10 @@
 # Remote array members vs local ones, in one run: one server exports three RAID-5 arrays of five members each,
 # "local" on five files, "remote" on four LUNs of four tgtd processes plus one file, and "crc32c" like "remote"
 # on a second LUN of each tgtd with CRC32C header and data digests, all on this machine (127.0.0.1). qemu-img bench drives each LUN in turn, twice (local, remote, crc32c, then again): sequential 1 MiB
-# writes and reads at queue depth 16, and 4 KiB writes and reads one per MiB (strided) at queue depth 32.
+# writes and reads at queue depth 16, and 4 KiB writes and reads one per MiB (strided) at queue depth 32; then random
+# 4 KiB reads at queue depth 32 with libiscsi's iscsi-perf -r, and random 4 KiB writes at queue depth 32 with the
+# project's soak tool (--read-percent 0 --max-io 4K; qemu-img bench and the libiscsi tools have no random write),
+# each for RANDOM_SECONDS (default 15).
 # Prints MB/s and the CPU the gateway (the server's JVM) and the tgtd processes spent per GiB moved.
 # Results and how they were taken: docs/performance.md ("Remote members vs local files").
 set -euo pipefail
@@ -23,8 +26,8 @@ while getopts ":s:d:j:h" opt; do
     s) size="$OPTARG" ;; d) dir="$OPTARG" ;; j) jar="$OPTARG" ;; *) usage; exit 2 ;;
   esac
 done
-for tool in tgtd tgtadm qemu-img python3; do
-  command -v "$tool" >/dev/null || { echo "bench-remote-members: $tool not found (Debian: tgt, qemu-utils, python3)" >&2; exit 2; }
+for tool in tgtd tgtadm qemu-img iscsi-perf python3; do
+  command -v "$tool" >/dev/null || { echo "bench-remote-members: $tool not found (Debian: tgt, qemu-utils, libiscsi-bin, python3)" >&2; exit 2; }
 done
 [ -n "$dir" ] || dir="$(mktemp -d /tmp/bench-remote-members.XXXXXX)"
 mkdir -p "$dir/data"
@@ -152,7 +155,38 @@ PY
   done
 }
 
+# name read|write: RANDOM_SECONDS of random 4 KiB requests at queue depth 32 on each LUN in turn, twice; MB/s by
+# the tool's own clock (the soak's JVM start is not in it), CPU per GiB over the whole run of the tool
+random_job() {
+  local name=$1 kind=$2
+  local lun
+  for round in 1 2; do
+    for lun in 0 1 2; do
+      local url="iscsi://127.0.0.1:$port/$iqn/$lun"
+      local gw0 tg0 out bytes
+      gw0=$(cpu_ticks "$server_pid"); tg0=$(cpu_ticks "${tgt_pids[@]}")
+      if [ "$kind" = read ]; then
+        out=$(iscsi-perf -r -b 8 -m 32 -t "$random_seconds" "$url" 2>&1 | tr '\r' '\n')
+        bytes=$(python3 -c 'import re,sys; m=re.findall(r"iops average (\d+)", sys.stdin.read()); print(int(m[-1]) * 4096 * int(sys.argv[1]))' \
+            "$random_seconds" <<<"$out")
+      else
+        out=$(java -jar "$jar" soak --url "$url" --read-percent 0 --max-io 4K -q 32 --sync-every 0 \
+            --duration "${random_seconds}s" --report-every 1h 2>&1)
+        bytes=$(python3 -c 'import re,sys; m=re.search(r"written (\d+) blocks", sys.stdin.read().split("soak PASSED")[-1]); print(int(m.group(1)) * 4096)' <<<"$out")
+      fi
+      python3 - "$name" "${array_names[$lun]}" "$round" "$random_seconds" "$bytes" \
+          "$(( $(cpu_ticks "$server_pid") - gw0 ))" "$(( $(cpu_ticks "${tgt_pids[@]}") - tg0 ))" "$(getconf CLK_TCK)" <<'PY'
+import sys
+name, members, rnd, secs, nbytes, gw, tg, hz = sys.argv[1:]
+gib = int(nbytes) / 2**30
+print(f"{name:<24} {members:<7} {rnd:>5} {int(nbytes)/float(secs)/1e6:9.1f} {int(gw)/int(hz)*1000/gib:12.0f} {int(tg)/int(hz)*1000/gib:12.0f}")
+PY
+    done
+  done
+}
+
 array_names=(local remote crc32c)
+random_seconds=${RANDOM_SECONDS:-15}
 printf '%-24s %-7s %5s %9s %12s %12s\n' job members round MB/s "gw CPU ms/GiB" "tgtd CPU ms/GiB"
 count=512; bufsize=1048576
 job "seq write 1MiB QD16" -w -c $count -d 16 -s $bufsize
@@ -160,4 +194,6 @@ job "seq read 1MiB QD16" -c $count -d 16 -s $bufsize
 count=8192; bufsize=4096
 job "4KiB write/MiB QD32" -w -c $count -d 32 -s $bufsize -S 1052672
 job "4KiB read/MiB QD32" -c $count -d 32 -s $bufsize -S 1052672
+random_job "4KiB random read QD32" read
+random_job "4KiB random write QD32" write
 echo "scratch: $dir"

@@ -10,6 +10,7 @@ import io.stripestack.initiator.Digest;
 import io.stripestack.initiator.IscsiInitiator;
 import io.stripestack.initiator.IscsiLoginException;
 import io.stripestack.initiator.IscsiUrl;
+import io.stripestack.targetserver.testing.CommandTap;
 import io.stripestack.targetserver.testing.CorruptingProxy;
 import io.stripestack.targetserver.testing.Tgtd;
 import java.io.IOException;
@@ -35,7 +36,9 @@ import org.junit.jupiter.params.provider.EnumSource;
  * bytes land at the right offsets of tgtd's backing file), several commands in flight from several threads,
  * FUA writes and flushes; a target that dies and comes back within the retry window loses no I/O, and one that
  * stays away fails the I/O with an IOException after the window; CRC32C header and data digests negotiated with
- * tgtd carry the same data, allocating nothing per request either way.
+ * tgtd carry the same data, allocating nothing per request either way. Through a tap that reads the PDUs on the
+ * wire: a strict target (small PDUs, short bursts, InitialR2T=Yes, ImmediateData=No) and a lenient one (immediate
+ * and unsolicited data up to FirstBurstLength) get exactly what they declared, on as many sessions as configured.
  */
 class RemoteBlockDeviceTgtdTest {
     private static final long LUN_BYTES = 16L << 20;
@@ -101,6 +104,82 @@ class RemoteBlockDeviceTgtdTest {
             ByteBuffer back = ByteBuffer.allocate(4096);
             device.read(LUN_BYTES - 4096, back);
             assertArrayEquals(log, back.array());
+        }
+    }
+
+    @Test
+    void aStrictTargetGetsEveryWriteByR2tInItsSmallPdusAndShortBurstsOnEverySession() throws Exception {
+        try (Tgtd tgtd = Tgtd.start(dir.resolve("tgt"), 1, LUN_BYTES);
+             CommandTap tap = CommandTap.inFrontOf(IscsiUrl.parse(tgtd.url(1)).port())) {
+            tgtd.setParameter("MaxRecvDataSegmentLength", "4096");
+            tgtd.setParameter("MaxBurstLength", "65536");
+            tgtd.setParameter("ImmediateData", "No");
+            tgtd.setParameter("InitialR2T", "Yes");
+            writeFromSeveralThreadsThroughTap(tgtd, tap, 3);
+            assertEquals(3, tap.connectionsWithCommands(), "three sessions, each carrying commands");
+            assertTrue(tap.largestDataSegment() > 0 && tap.largestDataSegment() <= 4096,
+                    "Data-Out within the target's MaxRecvDataSegmentLength: " + tap.largestDataSegment());
+            assertEquals(65536, tap.largestTransfer(), "commands cut at the MaxBurstLength");
+            assertEquals(0, tap.immediateDataCommands(), "no immediate data when the target said ImmediateData=No");
+            assertEquals(0, tap.unsolicitedDataOuts(), "no Data-Out before an R2T when the target said InitialR2T=Yes");
+        }
+    }
+
+    @Test
+    void aLenientTargetGetsImmediateAndUnsolicitedDataUpToItsFirstBurst() throws Exception {
+        try (Tgtd tgtd = Tgtd.start(dir.resolve("tgt"), 1, LUN_BYTES);
+             CommandTap tap = CommandTap.inFrontOf(IscsiUrl.parse(tgtd.url(1)).port())) {
+            tgtd.setParameter("MaxRecvDataSegmentLength", "8192");
+            tgtd.setParameter("MaxBurstLength", "131072");
+            tgtd.setParameter("FirstBurstLength", "16384");
+            tgtd.setParameter("ImmediateData", "Yes");
+            tgtd.setParameter("InitialR2T", "No");
+            writeFromSeveralThreadsThroughTap(tgtd, tap, 2);
+            assertEquals(2, tap.connectionsWithCommands());
+            assertTrue(tap.immediateDataCommands() > 0 && tap.unsolicitedDataOuts() > 0,
+                    "immediate data and unsolicited Data-Out were used: " + tap.immediateDataCommands() + ", "
+                            + tap.unsolicitedDataOuts());
+            assertEquals(16384, tap.largestUnsolicited(), "unsolicited data up to FirstBurstLength, not beyond");
+            assertTrue(tap.largestDataSegment() <= 8192, "PDUs of " + tap.largestDataSegment() + " bytes");
+            assertEquals(131072, tap.largestTransfer(), "commands cut at the MaxBurstLength");
+        }
+    }
+
+    /** 4 MiB written by four threads through the tap, read back, and found in tgtd's backing file. */
+    private static void writeFromSeveralThreadsThroughTap(Tgtd tgtd, CommandTap tap, int connections)
+            throws Exception {
+        RemoteEndpoint throughTap = new RemoteEndpoint(IscsiUrl.parse(tap.relay(tgtd.url(1))), null);
+        int pieces = 4;
+        int pieceBytes = 1 << 20;
+        byte[][] data = new byte[pieces][pieceBytes];
+        try (RemoteBlockDevice device = RemoteBlockDevice.open(throughTap,
+                RemoteMemberOptions.defaults().withConnections(connections, 8))) {
+            ExecutorService pool = Executors.newFixedThreadPool(pieces);
+            try {
+                List<Future<?>> done = new ArrayList<>();
+                for (int i = 0; i < pieces; i++) {
+                    int piece = i;
+                    new Random(100 + piece).nextBytes(data[piece]);
+                    done.add(pool.submit(() -> {
+                        device.write((long) piece * pieceBytes, ByteBuffer.wrap(data[piece]));
+                        return null;
+                    }));
+                }
+                for (Future<?> f : done) {
+                    f.get(60, TimeUnit.SECONDS);
+                }
+            } finally {
+                pool.shutdownNow();
+            }
+            device.flush();
+            byte[] file = Files.readAllBytes(tgtd.backingFile(1));
+            for (int i = 0; i < pieces; i++) {
+                ByteBuffer back = ByteBuffer.allocate(pieceBytes);
+                device.read((long) i * pieceBytes, back);
+                assertArrayEquals(data[i], back.array(), "piece " + i + " read back");
+                assertArrayEquals(data[i], java.util.Arrays.copyOfRange(file, i * pieceBytes, (i + 1) * pieceBytes),
+                        "piece " + i + " in tgtd's backing file");
+            }
         }
     }
 

@@ -61,7 +61,7 @@ class ConformanceSubsetTest {
             "SCSI.CompareAndWrite", "SCSI.Reserve6", "SCSI.ProutRegister", "SCSI.MultipathIO",
             "iSCSI.iSCSIcmdsn", "iSCSI.iSCSIResiduals", "iSCSI.iSCSITMF", "iSCSI.iSCSIdatasn"})
     void suitePassesWithoutFailures(String suite) throws Exception {
-        runWithoutFailures(suite);
+        runWithoutFailures(suite, lun0());
     }
 
     /**
@@ -71,14 +71,17 @@ class ConformanceSubsetTest {
     @ParameterizedTest
     @ValueSource(strings = {"SCSI.ExtendedCopy", "SCSI.ReceiveCopyResults"})
     void suiteRunsEveryTestWithoutFailures(String suite) throws Exception {
-        String output = runWithoutFailures(suite);
+        String output = runWithoutFailures(suite, lun0());
         assertFalse(output.contains("[SKIPPED]"), suite + " skipped tests:\n" + output);
     }
 
-    /** Runs one suite against LUN 0; fails unless it ran tests and none failed. Returns its output. */
-    private static String runWithoutFailures(String suite) throws Exception {
+    private static String lun0() {
+        return "iscsi://127.0.0.1:" + server.boundAddresses().get(0).getPort() + "/" + IQN + "/0";
+    }
+
+    /** Runs one suite against a LUN; fails unless it ran tests and none failed. Returns its output. */
+    static String runWithoutFailures(String suite, String url) throws Exception {
         ExternalTools.requireTool("iscsi-test-cu");
-        String url = "iscsi://127.0.0.1:" + server.boundAddresses().get(0).getPort() + "/" + IQN + "/0";
         Result r = ExternalTools.run(180, List.of("iscsi-test-cu", "--dataloss", "-t", suite, url, url));
         Matcher m = SUMMARY.matcher(r.output());
         if (!m.find()) {

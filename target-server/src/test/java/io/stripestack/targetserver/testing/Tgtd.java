@@ -36,6 +36,8 @@ public final class Tgtd implements AutoCloseable {
     private boolean digestsAllowed;
     /** The one initiator name the target accepts, or null for any; set again at each restart. */
     private String onlyInitiator;
+    /** Session parameters the target declares, by key; set again at each restart. */
+    private final java.util.Map<String, String> parameters = new java.util.LinkedHashMap<>();
     private final Thread reaper = new Thread(this::kill, "tgtd-reaper");
 
     private Tgtd(Path dir, int port, String iqn, int luns) {
@@ -100,6 +102,22 @@ public final class Tgtd implements AutoCloseable {
         if (digestsAllowed) {
             applyDigests();
         }
+        for (java.util.Map.Entry<String, String> p : parameters.entrySet()) {
+            applyParameter(p.getKey(), p.getValue());
+        }
+    }
+
+    /**
+     * From now on (restarts included) the target declares {@code key=value} at login, e.g. MaxBurstLength,
+     * InitialR2T or ImmediateData; sessions that are logged in keep what they negotiated.
+     */
+    public void setParameter(String key, String value) throws Exception {
+        parameters.put(key, value);
+        applyParameter(key, value);
+    }
+
+    private void applyParameter(String key, String value) throws Exception {
+        adm(true, "--mode", "target", "--op", "update", "--tid", "1", "--name", key, "--value", value);
     }
 
     /** From now on (restarts included) only the initiator of this name may log in, from any address. */
