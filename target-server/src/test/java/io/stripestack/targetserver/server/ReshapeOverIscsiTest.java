@@ -3,6 +3,7 @@ package io.stripestack.targetserver.server;
 import static io.stripestack.targetserver.testing.AdminAttributes.get;
 import static io.stripestack.targetserver.testing.AdminAttributes.waitFor;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -13,7 +14,7 @@ import io.stripestack.targetserver.config.ConfigLoader;
 import io.stripestack.targetserver.config.StripestackConfig;
 import io.stripestack.targetserver.control.AdminServer;
 import io.stripestack.targetserver.testing.ExternalTools;
-import io.stripestack.targetserver.testing.MdReference;
+import io.stripestack.targetserver.testing.MemberImages;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
@@ -32,8 +33,8 @@ import org.junit.jupiter.api.io.TempDir;
  * Reshapes of running arrays while initiators write and verify through iSCSI: a plain LUN's array grows 3 -> 4
  * -> 5 members and then changes its chunk from 64 to 128 KiB, an encrypted LUN's array grows 3 -> 4. Every
  * block reads back as last written, libiscsi's iscsi-readcapacity16 sees each LUN grow, and afterwards the plain
- * array's member files, read by an md model that knows only what mdadm --examine prints, hold the same data with
- * consistent parity in every row.
+ * array's member files, read by where mdadm --examine says md keeps each block, hold the same data with consistent
+ * parity in every row, every member clean.
  */
 class ReshapeOverIscsiTest {
     private static final String IQN = "iqn.2026-11.io.stripestack:reshape";
@@ -223,23 +224,27 @@ class ReshapeOverIscsiTest {
                     "-c", "read -P 0x5c " + (4 * DATA_BYTES - (1 << 20)) + " 1M", url(server, 0))
                     .requireSuccess("qemu-io over the grown LUN");
         }
-        try (MdReference md = MdReference.open(md0Members)) {
-            assertEquals(5, md.members());
-            assertEquals(128 << 10, md.chunk());
-            assertEquals(4 * DATA_BYTES, md.size());
-            md.assertParityConsistent();
-            ByteBuffer actual = ByteBuffer.allocate(IO_BYTES);
-            ByteBuffer expected = ByteBuffer.allocate(IO_BYTES);
-            for (int piece = 0; piece < plainGenerations.length; piece++) {
-                md.read(piece * (long) IO_BYTES, actual.clear());
-                fill(expected.clear(), piece, plainGenerations[piece]);
-                assertEquals(expected.clear(), actual.clear(), "piece " + piece + " in the member files");
-            }
-            ByteBuffer tail = ByteBuffer.allocate(1 << 20);
-            md.read(4 * DATA_BYTES - (1 << 20), tail);
-            for (int i = 0; i < tail.capacity(); i++) {
-                assertEquals(0x5c, tail.get(i) & 0xff, "qemu-io's write at byte " + i + " of the last MiB");
-            }
+        MemberImages md = MemberImages.examine(md0Members.toArray(new Path[0]));
+        assertEquals(5, md.members());
+        assertEquals(128 << 10, md.chunk());
+        assertEquals(4 * DATA_BYTES, md.size());
+        for (int role = 0; role < md.members(); role++) {
+            String examined = md.examined(role);
+            assertEquals("clean", MemberImages.field(examined, "State"), examined);
+            assertFalse(examined.contains("Reshape pos'n"), examined);
+        }
+        md.assertParityConsistent();
+        ByteBuffer actual = ByteBuffer.allocate(IO_BYTES);
+        ByteBuffer expected = ByteBuffer.allocate(IO_BYTES);
+        for (int piece = 0; piece < plainGenerations.length; piece++) {
+            md.read(piece * (long) IO_BYTES, actual.clear());
+            fill(expected.clear(), piece, plainGenerations[piece]);
+            assertEquals(expected.clear(), actual.clear(), "piece " + piece + " in the member files");
+        }
+        ByteBuffer tail = ByteBuffer.allocate(1 << 20);
+        md.read(4 * DATA_BYTES - (1 << 20), tail);
+        for (int i = 0; i < tail.capacity(); i++) {
+            assertEquals(0x5c, tail.get(i) & 0xff, "qemu-io's write at byte " + i + " of the last MiB");
         }
     }
 }
