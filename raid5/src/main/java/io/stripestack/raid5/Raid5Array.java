@@ -360,8 +360,9 @@ public final class Raid5Array extends MeteredBlockDevice {
      * attribute, {@code mdadm --grow --raid-devices}); see {@link #reshape}. Nothing happens when it has that many.
      */
     public void setRaidDevices(int raidDevices) throws IOException {
+        refuseWhileReshaping();
         if (raidDevices != raidDevices()) {
-            reshape(raidDevices, current().geo.chunk);
+            reshape(raidDevices, chunkBytes());
         }
     }
 
@@ -370,8 +371,18 @@ public final class Raid5Array extends MeteredBlockDevice {
      * --chunk}); see {@link #reshape}. Nothing happens when the chunk is that size already.
      */
     public void setChunkSize(int chunkBytes) throws IOException {
+        refuseWhileReshaping();
         if (chunkBytes != chunkBytes()) {
-            reshape(current().geo.members, chunkBytes);
+            reshape(raidDevices(), chunkBytes);
+        }
+    }
+
+    /** A second reshape, or the same again, while one runs: refused, never taken for "nothing to do". */
+    private void refuseWhileReshaping() {
+        Reshaper running = reshape;
+        if (running != null) {
+            throw new IllegalStateException(name + ": a reshape to " + running.newMemberCount() + " members of "
+                    + running.newChunkBytes() / 1024 + " KiB chunks is running; wait until it ends");
         }
     }
 
@@ -389,11 +400,7 @@ public final class Raid5Array extends MeteredBlockDevice {
     public void reshape(int raidDevices, int chunkBytes) throws IOException {
         synchronized (policySwitch) {
             checkOpen();
-            Reshaper running = reshape;
-            if (running != null) {
-                throw new IllegalStateException(name + ": a reshape to " + running.newMemberCount() + " members of "
-                        + running.newChunkBytes() / 1024 + " KiB chunks is already running");
-            }
+            refuseWhileReshaping();
             if (chunkBytes % 512 != 0) {
                 throw new IllegalArgumentException(name + ": chunk_size " + chunkBytes + " is not a multiple of 512");
             }
@@ -432,8 +439,9 @@ public final class Raid5Array extends MeteredBlockDevice {
     }
 
     /**
-     * Registers {@code listener} to be told the new size in bytes after a reshape has grown the array (the SCSI
-     * layer raises CAPACITY DATA HAS CHANGED from it). Called on the reshape thread.
+     * Registers {@code listener} to be told the size in bytes whenever a reshape has finished (grown by members, or
+     * the same size after a chunk change): the SCSI layer raises CAPACITY DATA HAS CHANGED from it, the server
+     * rewrites the array's configuration entry. Called on the reshape thread.
      */
     public void addCapacityListener(LongConsumer listener) {
         capacityListeners.add(listener);
@@ -461,7 +469,11 @@ public final class Raid5Array extends MeteredBlockDevice {
         reshape = null;
         p.sync.start();
         for (LongConsumer listener : capacityListeners) {
-            listener.accept(p.geo.size);
+            try {
+                listener.accept(p.geo.size);
+            } catch (RuntimeException e) {   // the reshape is done; one listener's failure must not hide that
+                LOG.error("{}: a listener of the finished reshape failed: {}", name, e.toString());
+            }
         }
     }
 
@@ -650,8 +662,10 @@ public final class Raid5Array extends MeteredBlockDevice {
         return cleanAtOpen;
     }
 
+    /** md's chunk_size: the chunk in bytes, the new one while a reshape runs (as {@link #raidDevices()}). */
     public int chunkBytes() {
-        return current().geo.chunk;
+        Reshaper r = reshape;
+        return r != null ? r.newChunkBytes() : parts.geo.chunk;
     }
 
     /** The smallest device that can be a member or spare: data offset + used member size, in bytes. */

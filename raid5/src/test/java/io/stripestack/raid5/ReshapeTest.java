@@ -109,6 +109,8 @@ class ReshapeTest {
         a.setSyncSpeedMax(1000);
         start.start(a);
         assertEquals(expectedMembers, a.raidDevices());
+        assertEquals(expectedChunk, a.chunkBytes(), "the new chunk while it runs, as md's chunk_size");
+        assertThrows(IllegalStateException.class, () -> a.setChunkSize(expectedChunk), "a second reshape");
         assertThrows(IllegalStateException.class, () -> a.setSyncAction("check"));
         assertTrue(a.status().mdstat().contains("reshape") || !a.syncProgress().running());
         AtomicReference<Throwable> failure = new AtomicReference<>();

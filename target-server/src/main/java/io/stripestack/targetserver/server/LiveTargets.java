@@ -114,8 +114,8 @@ final class LiveTargets implements AutoCloseable {
     }
 
     /**
-     * {@code array} grew (a reshape finished; called on its reshape thread): every LUN over it takes the new size,
-     * its crypto and readahead layers included, and its initiators get CAPACITY DATA HAS CHANGED.
+     * A reshape of {@code array} finished (called on its reshape thread): every LUN over it takes the array's size,
+     * its crypto and readahead layers included, and when that grew its initiators get CAPACITY DATA HAS CHANGED.
      */
     synchronized void arrayGrew(Raid5Array array) {
         for (LiveTarget target : targets.values()) {
@@ -123,7 +123,7 @@ final class LiveTargets implements AutoCloseable {
                 LogicalUnit unit = stack.array() == array ? target.scsi.logicalUnit(stack.config().lun()) : null;
                 if (unit != null) {
                     long blocks = unit.capacityChanged();
-                    log.info("{}: {} grew; the LUN has {} blocks of {} bytes now", stack.controlPath(), array.name(),
+                    log.info("{}: {} reshaped; the LUN has {} blocks of {} bytes", stack.controlPath(), array.name(),
                             blocks, stack.top().logicalBlockSize());
                 }
             }
