@@ -103,10 +103,16 @@ public final class FileBlockDevice extends MeteredBlockDevice {
             }
             return new FileBlockDevice(path, channel, durable, size - size % blockSize, blockSize, readOnly, alignment);
         } catch (IOException | RuntimeException e) {
-            if (durable != null) {
-                durable.close();
+            // both channels close, and the first failure is the one reported
+            for (FileChannel c : new FileChannel[] {durable, channel}) {
+                try {
+                    if (c != null) {
+                        c.close();
+                    }
+                } catch (IOException closing) {
+                    e.addSuppressed(closing);
+                }
             }
-            channel.close();
             throw e;
         }
     }

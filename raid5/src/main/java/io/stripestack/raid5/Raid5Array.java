@@ -634,6 +634,9 @@ public final class Raid5Array extends MeteredBlockDevice {
             PartialParityLog log = new PartialParityLog(name, p.geo, p.members, placement, blockSize, stats);
             log.writeEmptyHeaders();
             p.updater.switchLog(log);
+            // the unlogged updates before the switch reach the disks before any superblock says ppl: a replay
+            // after a power loss would not cover them (md writes its superblocks with a preflush)
+            p.members.flush();
             synchronized (p.members.lock) {
                 p.superblocks.switchPartialParityLogLocked(true, placement);
             }

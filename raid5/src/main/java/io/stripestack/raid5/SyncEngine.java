@@ -376,6 +376,15 @@ final class SyncEngine {
                         geo.sectors(geo.rows));
             }
             String stopped = runPass(op, from);
+            if (stopped == null && op == RowOp.RESYNC) {
+                // the superblocks may say ppl once it is recorded: the parity the pass wrote must be on disk first,
+                // or a disk cache could keep the superblock and lose parity a replay would then not rewrite
+                try {
+                    members.flush();
+                } catch (IOException e) {
+                    stopped = ERROR_PREFIX + "flushing the members after the pass: " + e.getMessage();
+                }
+            }
             synchronized (lock) {
                 finishPassLocked(op, stopped);
                 runningSync = null;
