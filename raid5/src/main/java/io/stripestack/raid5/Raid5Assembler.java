@@ -106,7 +106,8 @@ public final class Raid5Assembler {
                 continue;
             }
             boolean reshapeStep = reshapeStepBehind(sb, ref);
-            if (sb.events < ref.events && !reshapeStep) {
+            boolean reshapeInvolved = sb.isReshaping() || ref.isReshaping();
+            if (sb.events + 1 < ref.events || (sb.events < ref.events && reshapeInvolved && !reshapeStep)) {
                 problems.add(d.name() + ": is stale (events " + sb.events + " < " + ref.events
                         + "): it missed writes made while it was away; it is not used -- rebuild onto it as a new "
                         + "member, or remove it from the list");
@@ -289,9 +290,12 @@ public final class Raid5Assembler {
     }
 
     /**
-     * Whether a member one event behind the newest superblock missed only a reshape's superblock update (its
-     * start, a checkpoint or its end): the data every superblock describes is on it (a reshape flushes the
-     * members before each such update), so it is current. mdadm allows the same margin of one event.
+     * A member one event behind the newest superblock, still in its role there, is current: it missed only the last
+     * superblock update, which a crash cut off after other members had it (md records a failed member as faulty in
+     * the others' superblocks, so a member that missed writes is not in its role there). The kernel assembles with
+     * the same margin of one event. Across a reshape's start, checkpoint or end this also holds: the data every
+     * superblock describes is on it (a reshape flushes the members before each such update), when its data offset
+     * is one of the two the reshape moves between.
      */
     private static boolean reshapeStepBehind(Md1Superblock sb, Md1Superblock ref) {
         if (sb.events + 1 != ref.events || !(sb.isReshaping() || ref.isReshaping())) {
