@@ -19,6 +19,10 @@ final class Bits {
         }
     }
 
+    static boolean get(long[] bits, int index) {
+        return (bits[index >>> 6] & (1L << index)) != 0;
+    }
+
     static void clear(long[] bits) {
         java.util.Arrays.fill(bits, 0L);
     }

@@ -59,14 +59,22 @@ import org.slf4j.LoggerFactory;
 final class PartialParityLog {
     private static final Logger LOG = LoggerFactory.getLogger(Raid5Array.class);
 
-    /** One row update's log entry and partial parity, owned by its updating thread. */
+    /**
+     * One row update's log entries and partial parity, owned by its updating thread. An update gets one entry per
+     * run of columns in which it writes the same chunks (md's format allows several entries per row), so an entry
+     * never names a chunk the update did not write in its columns: a replay with that chunk's member missing then
+     * still rewrites the parity of the others.
+     */
     static final class Row {
-        /** The partial parity, {@link #ppSize} bytes from 0; one chunk of room. */
+        /** The most entries one update is logged in; an update whose columns need more gets one covering all. */
+        static final int MAX_ENTRIES = 4;
+        /** The partial parity of every entry, one after the other from 0; one chunk of room (their columns differ). */
         final ByteBuffer pp;
         int parityRole;
-        long dataSector;
-        int ppSize;
-        int dataSize;
+        int entries;
+        final long[] dataSector = new long[MAX_ENTRIES];
+        final int[] ppSize = new int[MAX_ENTRIES];
+        final int[] dataSize = new int[MAX_ENTRIES];
         /** Roles the update writes (bit per role): flushed before the next header replaces this one's. */
         long membersWritten;
         /** Set under the member log's monitor once the unit holding this row is durable, or failed. */
@@ -76,6 +84,28 @@ final class PartialParityLog {
 
         Row(ByteBuffer pp) {
             this.pp = pp;
+        }
+
+        /** Starts the entries anew with one of {@code dataSize} bytes at {@code dataSector} ({@code ppSize} 0: all chunks). */
+        void single(long sector, int pp, int data) {
+            entries = 0;
+            add(sector, pp, data);
+        }
+
+        void add(long sector, int pp, int data) {
+            dataSector[entries] = sector;
+            ppSize[entries] = pp;
+            dataSize[entries] = data;
+            entries++;
+        }
+
+        /** Bytes of partial parity of all the entries. */
+        int ppBytes() {
+            int bytes = 0;
+            for (int e = 0; e < entries; e++) {
+                bytes += ppSize[e];
+            }
+            return bytes;
         }
     }
 
@@ -251,10 +281,13 @@ final class PartialParityLog {
             }
             taken = 0;
             int unitBytes = PplHeader.BYTES;
+            int entries = 0;
             while (taken < log.batch.length && !log.waiting.isEmpty()
-                    && unitBytes + log.waiting.peekFirst().ppSize <= areaBytes) {
+                    && entries + log.waiting.peekFirst().entries <= PplHeader.MAX_ENTRIES
+                    && unitBytes + log.waiting.peekFirst().ppBytes() <= areaBytes) {
                 Row next = log.waiting.pollFirst();
-                unitBytes += next.ppSize;
+                unitBytes += next.ppBytes();
+                entries += next.entries;
                 log.batch[taken++] = next;
             }
             if (dependsOnUnflushed(log, taken)) {
@@ -401,7 +434,7 @@ final class PartialParityLog {
         for (int i = 0; i < taken; i++) {
             Row r = log.batch[i];
             int slot = rowSlot(r);
-            if (r.ppSize > 0 && (log.unflushedColumns[slot] & columnGroups(r)) != 0
+            if (r.ppBytes() > 0 && (log.unflushedColumns[slot] & columnGroups(r)) != 0
                     && (log.unflushedRoles[slot] & ~r.membersWritten) != 0) {
                 return true;
             }
@@ -416,18 +449,22 @@ final class PartialParityLog {
     }
 
     private int rowSlot(Row row) {
-        long index = row.dataSector * blockSize / geo.rowBytes;
+        long index = row.dataSector[0] * blockSize / geo.rowBytes;
         return (int) ((index * 0x9E3779B97F4A7C15L) >>> (64 - UNFLUSHED_ROW_BITS));
     }
 
-    /** The column groups the entry covers: bits from its first to its last block of a chunk, grouped. */
+    /** The column groups the entries cover: bits from each one's first to its last block of a chunk, grouped. */
     private long columnGroups(Row row) {
-        int first = (int) ((row.dataSector * blockSize) & (geo.chunk - 1)) / StripeCache.BLOCK;
-        int strip = row.ppSize > 0 ? row.ppSize : row.dataSize / geo.dataDisks;
-        int last = Math.max(first, first + strip / StripeCache.BLOCK - 1);
-        int lo = first >>> groupShift;
-        int hi = Math.min(63, last >>> groupShift);
-        return (-1L >>> (63 - hi)) & (-1L << lo);
+        long groups = 0;
+        for (int e = 0; e < row.entries; e++) {
+            int first = (int) ((row.dataSector[e] * blockSize) & (geo.chunk - 1)) / StripeCache.BLOCK;
+            int strip = row.ppSize[e] > 0 ? row.ppSize[e] : row.dataSize[e] / geo.dataDisks;
+            int last = Math.max(first, first + strip / StripeCache.BLOCK - 1);
+            int lo = first >>> groupShift;
+            int hi = Math.min(63, last >>> groupShift);
+            groups |= (-1L >>> (63 - hi)) & (-1L << lo);
+        }
+        return groups;
     }
 
     /** Writes the batch's unit at {@code offset} of the area, durably; returns its bytes. */
@@ -437,13 +474,17 @@ final class PartialParityLog {
         int at = PplHeader.BYTES;
         for (int i = 0; i < taken; i++) {
             Row r = log.batch[i];
-            int sum = 0;
-            if (r.ppSize > 0) {
-                unit.put(at, r.pp, 0, r.ppSize);
-                sum = PplHeader.ppChecksum(unit, at, r.ppSize, log.crc);
-                at += r.ppSize;
+            int ppAt = 0;
+            for (int e = 0; e < r.entries; e++) {
+                int sum = 0;
+                if (r.ppSize[e] > 0) {
+                    unit.put(at, r.pp, ppAt, r.ppSize[e]);
+                    sum = PplHeader.ppChecksum(unit, at, r.ppSize[e], log.crc);
+                    at += r.ppSize[e];
+                    ppAt += r.ppSize[e];
+                }
+                PplHeader.addEntry(unit, r.dataSector[e], r.ppSize[e], r.dataSize[e], r.parityRole, sum);
             }
-            PplHeader.addEntry(unit, r.dataSector, r.ppSize, r.dataSize, r.parityRole, sum);
         }
         PplHeader.seal(unit, log.crc);
         try {

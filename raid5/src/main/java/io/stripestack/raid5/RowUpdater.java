@@ -220,9 +220,7 @@ final class RowUpdater {
         } else {
             PartialParityLog.Row entry = ctx.pplRow();
             entry.parityRole = parityMember;
-            entry.dataSector = row * geo.rowBytes / blockSize;
-            entry.ppSize = 0;
-            entry.dataSize = geo.rowBytes;
+            entry.single(row * geo.rowBytes / blockSize, 0, geo.rowBytes);
             entry.membersWritten = allRoles();
             runLoggedWrites(rowLock, writes, row, log, entry);
         }
@@ -581,41 +579,101 @@ final class RowUpdater {
     }
 
     /**
-     * The log entry of an update whose parity and data are in the entry: over the touched columns (one
-     * run), the partial parity is the parity XOR the chunks firstWritten..lastWritten, i.e. the XOR of the
-     * chunks the update leaves alone; none is needed when it writes every chunk.
+     * The log entries of an update whose parity and the old data of chunks firstWritten..lastWritten over the touched
+     * columns are in the cache: one per run of columns in which the update writes the same chunks (from the first to
+     * the last it writes there), each with the partial parity of those columns, the parity XOR those chunks, i.e. the
+     * XOR of the chunks the update leaves alone there; none is needed where it writes every chunk. An update whose
+     * columns fall in more than {@link PartialParityLog.Row#MAX_ENTRIES} such runs gets one entry over all its columns
+     * and chunks firstWritten..lastWritten.
      */
     private PartialParityLog.Row partialParity(StripeCache.Entry e, CallerContext ctx, long row, int parityMember,
                                                int firstWritten, int lastWritten) {
         long[] columns = ctx.columns;
-        int from = Bits.nextSet(columns, 0, geo.blocksPerChunk);
-        int to = Bits.nextClear(columns, from, geo.blocksPerChunk);
-        int length = (to - from) * BLOCK;
-        int set = lastWritten - firstWritten + 1;
+        long[][] written = ctx.written;
         PartialParityLog.Row entry = ctx.pplRow();
         entry.parityRole = parityMember;
         entry.membersWritten = 1L << parityMember;
         for (int i = firstWritten; i <= lastWritten; i++) {
             entry.membersWritten |= 1L << geo.dataMember(row, i);
         }
+        entry.entries = 0;
+        int ppAt = 0;
+        int from = Bits.nextSet(columns, 0, geo.blocksPerChunk);
+        int end = Bits.nextClear(columns, from, geo.blocksPerChunk);
+        for (int b = from; b < end; ) {
+            int lo = firstWritten;
+            while (lo <= lastWritten && !Bits.get(written[lo], b)) {
+                lo++;
+            }
+            if (lo > lastWritten) {
+                b++;   // a column between two written ones that no write touches: no entry needed there
+                continue;
+            }
+            int hi = lastWritten;
+            while (!Bits.get(written[hi], b)) {
+                hi--;
+            }
+            int to = b + 1;
+            while (to < end && sameHull(written, to, lo, hi, firstWritten, lastWritten)) {
+                to++;
+            }
+            if (entry.entries == PartialParityLog.Row.MAX_ENTRIES) {
+                return widened(e, ctx, entry, row, from, end, firstWritten, lastWritten);
+            }
+            ppAt += addEntry(e, ctx, entry, row, b, to, lo, hi, ppAt);
+            b = to;
+        }
+        return entry;
+    }
+
+    /** Whether column block {@code b} is written in chunks {@code lo} to {@code hi} at its ends, as its neighbour. */
+    private static boolean sameHull(long[][] written, int b, int lo, int hi, int firstWritten, int lastWritten) {
+        if (!Bits.get(written[lo], b) || !Bits.get(written[hi], b)) {
+            return false;
+        }
+        for (int i = firstWritten; i < lo; i++) {
+            if (Bits.get(written[i], b)) {
+                return false;
+            }
+        }
+        for (int i = hi + 1; i <= lastWritten; i++) {
+            if (Bits.get(written[i], b)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** One entry over all the update's columns and chunks firstWritten..lastWritten. */
+    private PartialParityLog.Row widened(StripeCache.Entry e, CallerContext ctx, PartialParityLog.Row entry, long row,
+                                         int from, int to, int firstWritten, int lastWritten) {
+        entry.entries = 0;
+        addEntry(e, ctx, entry, row, from, to, firstWritten, lastWritten, 0);
+        return entry;
+    }
+
+    /**
+     * Adds the entry of column blocks {@code [from, to)} written in chunks {@code lo..hi}, its partial parity at
+     * {@code ppAt} of the row's buffer; returns the partial parity's bytes.
+     */
+    private int addEntry(StripeCache.Entry e, CallerContext ctx, PartialParityLog.Row entry, long row, int from, int to,
+                         int lo, int hi, int ppAt) {
+        int length = (to - from) * BLOCK;
+        int set = hi - lo + 1;
         if (set == geo.dataDisks) {
-            entry.dataSector = (row * geo.rowBytes + (long) from * BLOCK) / blockSize;
-            entry.ppSize = 0;
-            entry.dataSize = geo.dataDisks * length;
-            return entry;
+            entry.add((row * geo.rowBytes + (long) from * BLOCK) / blockSize, 0, geo.dataDisks * length);
+            return 0;
         }
         ctx.srcs[0] = e.chunk(geo.dataDisks);
         ctx.idx[0] = from * BLOCK;
         for (int i = 0; i < set; i++) {
-            ctx.srcs[1 + i] = e.chunk(firstWritten + i);
+            ctx.srcs[1 + i] = e.chunk(lo + i);
             ctx.idx[1 + i] = from * BLOCK;
         }
-        xor.xorAssign(entry.pp, 0, ctx.srcs, ctx.idx, 1 + set, length);
+        xor.xorAssign(entry.pp, ppAt, ctx.srcs, ctx.idx, 1 + set, length);
         Arrays.fill(ctx.srcs, null);
-        entry.dataSector = (row * geo.rowBytes + (long) firstWritten * geo.chunk + (long) from * BLOCK) / blockSize;
-        entry.ppSize = length;
-        entry.dataSize = set * length;
-        return entry;
+        entry.add((row * geo.rowBytes + (long) lo * geo.chunk + (long) from * BLOCK) / blockSize, length, set * length);
+        return length;
     }
 
     private long allRoles() {
