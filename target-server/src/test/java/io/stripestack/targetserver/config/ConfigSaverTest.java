@@ -196,11 +196,9 @@ class ConfigSaverTest {
                 """.formatted(data);
         StripestackConfig before = ConfigLoader.parse("c.yaml", text, Path.of(""));
         StripestackConfig.ArrayConfig md0 = before.arrays().get("md0");
-        StripestackConfig.ArrayConfig grown = new StripestackConfig.ArrayConfig("md0",
-                java.util.List.of(data.resolve("m0.img"), data.resolve("m1.img"), data.resolve("m2.img"),
-                        data.resolve("s0.img")), java.util.List.of(data.resolve("s1.img")), 128 << 10, md0.layout(),
-                md0.createMemberSize(), md0.createSparse(), md0.stripeCacheSize(), md0.checkParityOnReads(),
-                md0.direct(), md0.startDirtyDegraded(), md0.consistencyPolicy(), md0.bitmapChunkBytes(), md0.remote());
+        StripestackConfig.ArrayConfig grown = reshaped(md0, java.util.List.of(data.resolve("m0.img"),
+                data.resolve("m1.img"), data.resolve("m2.img"), data.resolve("s0.img")),
+                java.util.List.of(data.resolve("s1.img")), 128 << 10);
         String edited = ConfigSaver.withArrayShape(text, grown, data);
         StripestackConfig after = ConfigLoader.parse("c.yaml", edited, Path.of(""));
         assertEquals(grown.members(), after.arrays().get("md0").members(), edited);
@@ -212,20 +210,25 @@ class ConfigSaverTest {
                 && edited.contains("   # two spares\n") && edited.contains("create_member_size: 8MiB"), edited);
 
         StripestackConfig.ArrayConfig md1 = before.arrays().get("md1");
-        StripestackConfig.ArrayConfig md1Grown = new StripestackConfig.ArrayConfig("md1", java.util.List.of(
-                data.resolve("a.img"), data.resolve("b.img"), data.resolve("c.img"), data.resolve("d.img")),
-                java.util.List.of(data.resolve("e.img")), md1.chunkBytes(), md1.layout(), md1.createMemberSize(),
-                md1.createSparse(), md1.stripeCacheSize(), md1.checkParityOnReads(), md1.direct(),
-                md1.startDirtyDegraded(), md1.consistencyPolicy(), md1.bitmapChunkBytes(), md1.remote());
+        StripestackConfig.ArrayConfig md1Grown = reshaped(md1, java.util.List.of(data.resolve("a.img"),
+                data.resolve("b.img"), data.resolve("c.img"), data.resolve("d.img")),
+                java.util.List.of(data.resolve("e.img")), md1.chunkBytes());
         String flow = ConfigSaver.withArrayShape(edited, md1Grown, data);
         StripestackConfig flowAfter = ConfigLoader.parse("c.yaml", flow, Path.of(""));
         assertEquals(md1Grown.members(), flowAfter.arrays().get("md1").members(), flow);
         assertEquals(md1Grown.spares(), flowAfter.arrays().get("md1").spares(), flow);
         assertEquals(1 << 20, flowAfter.arrays().get("md1").chunkBytes(), flow);
 
-        StripestackConfig.ArrayConfig unknown = new StripestackConfig.ArrayConfig("md9", grown.members(),
-                grown.spares(), grown.chunkBytes(), md0.layout(), 0, false, 0, false, false, false,
-                md0.consistencyPolicy(), md0.bitmapChunkBytes(), md0.remote());
+        StripestackConfig.ArrayConfig unknown = fileArray("md9", data.resolve("x0"), data.resolve("x1"),
+                data.resolve("x2"));
         assertEquals(null, ConfigSaver.withArrayShape(text, unknown, data), "no entry: nothing to edit");
+    }
+
+    /** {@code a} with other member and spare files and chunk, as after a reshape. */
+    private static StripestackConfig.ArrayConfig reshaped(StripestackConfig.ArrayConfig a, java.util.List<Path> members,
+                                                          java.util.List<Path> spares, int chunk) {
+        return new StripestackConfig.ArrayConfig(a.name(), members, spares, chunk, a.layout(), a.createMemberSize(),
+                a.createSparse(), a.stripeCacheSize(), a.checkParityOnReads(), a.direct(), a.startDirtyDegraded(),
+                a.consistencyPolicy(), a.bitmapChunkBytes(), a.remote());
     }
 }
