@@ -79,6 +79,8 @@ final class PartialParityLog {
         long membersWritten;
         /** Set under the member log's monitor once the unit holding this row is durable, or failed. */
         boolean logged;
+        /** Set under the member log's monitor when a unit takes this row: its outcome is that unit's, retired or not. */
+        boolean taken;
         /** Set with {@link #logged} when the unit could not be written for a reason other than the member failing. */
         boolean failed;
 
@@ -257,8 +259,10 @@ final class PartialParityLog {
         synchronized (log) {
             row.logged = false;
             row.failed = false;
+            row.taken = false;
             log.waiting.addLast(row);
-            while (!row.logged && !log.retired && (log.writing || log.waiting.peekFirst() != row)) {
+            while (!row.logged
+                    && (row.taken || (!log.retired && (log.writing || log.waiting.peekFirst() != row)))) {
                 try {
                     log.wait();
                 } catch (InterruptedException e) {
@@ -286,6 +290,7 @@ final class PartialParityLog {
                     && entries + log.waiting.peekFirst().entries <= PplHeader.MAX_ENTRIES
                     && unitBytes + log.waiting.peekFirst().ppBytes() <= areaBytes) {
                 Row next = log.waiting.pollFirst();
+                next.taken = true;
                 unitBytes += next.ppBytes();
                 entries += next.entries;
                 log.batch[taken++] = next;
@@ -364,8 +369,10 @@ final class PartialParityLog {
     }
 
     /**
-     * Switches the log off: returns once no unit is being written, and none is written after (waiting
-     * rows are told so by {@link #log}), so another log can take the areas over.
+     * Switches the log off: returns once no unit is being written and no row a unit holds is still writing its
+     * members, and none is written after (rows still waiting are told so by {@link #log}), so another log can take
+     * the areas over: a successor that empties them must not erase the entries of rows whose member writes a crash
+     * could still tear.
      */
     void retire() {
         boolean interrupted = false;
@@ -373,7 +380,7 @@ final class PartialParityLog {
             synchronized (log) {
                 log.retired = true;
                 log.notifyAll();
-                while (log.writing) {
+                while (log.writing || log.rowsInFlight > 0) {
                     try {
                         log.wait();
                     } catch (InterruptedException e) {
