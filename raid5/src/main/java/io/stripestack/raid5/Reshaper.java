@@ -16,7 +16,8 @@ import org.slf4j.LoggerFactory;
  * md's reshape of a RAID-5 array onto more members, to another chunk size, or both, online and forwards: the
  * data moves row by row from the old geometry (n members, chunk c) to the new one (n + k members, k >= 0, chunk
  * c'), while the data offset moves down by at least one chunk of the larger size, so a new row is always written
- * where the old geometry's data was already copied from (modern mdadm's way; no backup file). The position reached is checkpointed into every member's superblock (md's reshape_position
+ * where the old geometry's data was already copied from (modern mdadm's way; no backup file). The position
+ * reached is checkpointed into every member's superblock (md's reshape_position
  * with the reshape-active and new-offset feature bits), and an assemble resumes from it.
  *
  * <p>Positions are array bytes. Below {@code safe} (the last checkpoint) the new geometry serves
@@ -51,6 +52,8 @@ final class Reshaper {
     private final StripeGeometry oldGeo;
     private final NewGeometryIo newIo;
     private final StripeGeometry newGeo;
+    /** New rows every batch ends on a multiple of (see {@link #batchEnd}): old chunk / new chunk, at least 1. */
+    private final int rowUnit;
     private final List<MemberSet.Member> targets;
     private final Raid5Options options;
     private final boolean restorePpl;
@@ -84,6 +87,7 @@ final class Reshaper {
         n.chunkSectors = newChunkSectors;
         n.dataOffsetSectors = newOffsetSectors;
         this.newGeo = StripeGeometry.of(n);
+        this.rowUnit = Math.max(1, oldGeo.chunk / newGeo.chunk);
         BlockDevice[] devices = new BlockDevice[newGeo.members];
         for (int r = 0; r < oldGeo.members; r++) {
             devices[r] = old.members.roles[r].device;
@@ -425,8 +429,7 @@ final class Reshaper {
 
     private void move() throws IOException, InterruptedException {
         long oldSize = oldGeo.size;
-        int unit = Math.max(1, oldGeo.chunk / newGeo.chunk);   // see batchEnd
-        int batchRows = Math.max(unit, BATCH_BYTES / newGeo.rowBytes / unit * unit);
+        int batchRows = Math.max(rowUnit, BATCH_BYTES / newGeo.rowBytes / rowUnit * rowUnit);
         ByteBuffer batch = ByteBuffer.allocateDirect(batchRows * newGeo.rowBytes);
         ByteBuffer parity = ByteBuffer.allocateDirect(batchRows * newGeo.chunk);
         ByteBuffer[] sources = new ByteBuffer[newGeo.dataDisks];
@@ -483,8 +486,7 @@ final class Reshaper {
      */
     private long batchEnd(long row, int batchRows) {
         long end = Math.min(Math.min(newGeo.rows, row + batchRows), rowsWritableAbove(safeBytes()));
-        int unit = Math.max(1, oldGeo.chunk / newGeo.chunk);
-        return end == newGeo.rows ? end : end - end % unit;
+        return end == newGeo.rows ? end : end - end % rowUnit;
     }
 
     /**

@@ -311,38 +311,35 @@ public final class ConfigSaver {
         if (membersAt < 0) {
             throw new IllegalArgumentException("the entry of array " + a.name() + " has no members: key");
         }
-        // edits from the end of the text backwards, so the offsets of those before stay right
-        java.util.TreeMap<Integer, int[]> spans = new java.util.TreeMap<>(java.util.Comparator.reverseOrder());
-        Map<Integer, String> replacements = new LinkedHashMap<>();
+        List<Edit> edits = new ArrayList<>();
         int[] membersSpan = valueSpan(lines, keys.get(membersAt).getValueNode());
-        spans.put(membersSpan[0], membersSpan);
-        replacements.put(membersSpan[0], ArraysYaml.fileList(a.members(), dataDir));
+        edits.add(new Edit(membersSpan[0], membersSpan[1], ArraysYaml.fileList(a.members(), dataDir)));
         int sparesAt = indexOf(keys, "spares");
         if (sparesAt >= 0) {
             int[] span = valueSpan(lines, keys.get(sparesAt).getValueNode());
-            spans.put(span[0], span);
-            replacements.put(span[0], ArraysYaml.fileList(a.spares(), dataDir));
+            edits.add(new Edit(span[0], span[1], ArraysYaml.fileList(a.spares(), dataDir)));
         } else if (!a.spares().isEmpty()) {
-            int end = membersSpan[1];
-            String added = entry.getFlowStyle() == DumperOptions.FlowStyle.FLOW
-                    ? ", spares: " + ArraysYaml.fileList(a.spares(), dataDir)
-                    : "\n" + " ".repeat(keys.get(membersAt).getKeyNode().getStartMark().getColumn()) + "spares: "
-                    + ArraysYaml.fileList(a.spares(), dataDir);
-            spans.put(end, new int[] {end, end});
-            replacements.put(end, added);
+            String spares = ArraysYaml.fileList(a.spares(), dataDir);
+            edits.add(new Edit(membersSpan[1], membersSpan[1], entry.getFlowStyle() == DumperOptions.FlowStyle.FLOW
+                    ? ", spares: " + spares
+                    : "\n" + " ".repeat(keys.get(membersAt).getKeyNode().getStartMark().getColumn()) + "spares: " + spares));
         }
         int chunkAt = indexOf(keys, "chunk");
         if (chunkAt >= 0) {
             int[] span = valueSpan(lines, keys.get(chunkAt).getValueNode());
-            spans.put(span[0], span);
-            replacements.put(span[0], a.chunkBytes() % (1 << 20) == 0 ? a.chunkBytes() / (1 << 20) + "MiB"
-                    : a.chunkBytes() / 1024 + "KiB");
+            edits.add(new Edit(span[0], span[1], Sizes.format(a.chunkBytes())));
         }
+        // from the end of the text backwards, so the offsets of the edits before stay right
+        edits.sort((x, y) -> Integer.compare(y.from(), x.from()));
         StringBuilder out = new StringBuilder(text);
-        for (Map.Entry<Integer, int[]> span : spans.entrySet()) {
-            out.replace(span.getValue()[0], span.getValue()[1], replacements.get(span.getKey()));
+        for (Edit edit : edits) {
+            out.replace(edit.from(), edit.to(), edit.text());
         }
         return out.toString();
+    }
+
+    /** Characters {@code [from, to)} of a text replaced by {@code text}. */
+    private record Edit(int from, int to, String text) {
     }
 
     /** Where a value stands in the text: a block list ends with its last item, anything else with its node. */
