@@ -3,7 +3,7 @@ package io.stripestack.readahead;
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.Geometry;
 import io.stripestack.blockdev.IoStats;
-import io.stripestack.blockdev.MeteredBlockDevice;
+import io.stripestack.blockdev.MeteredForwardingBlockDevice;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.nio.ByteBuffer;
@@ -65,7 +65,7 @@ import org.slf4j.LoggerFactory;
  * LOADING segment wait on the lock's condition, signalled whenever a load ends or a segment still loading
  * is dropped. With readahead off a read takes no lock: turning it off dropped everything held.
  */
-public final class ReadaheadBlockDevice extends MeteredBlockDevice {
+public final class ReadaheadBlockDevice extends MeteredForwardingBlockDevice {
     private static final Logger log = LoggerFactory.getLogger(ReadaheadBlockDevice.class);
 
     /** Sequential streams tracked per device. */
@@ -82,7 +82,6 @@ public final class ReadaheadBlockDevice extends MeteredBlockDevice {
      */
     public static final int PREFETCH_READ_BYTES = 1 << 20;
 
-    private final BlockDevice below;
     private final ReadaheadBudget budget;
     private final String name;
     private final int segmentBytes;
@@ -129,12 +128,11 @@ public final class ReadaheadBlockDevice extends MeteredBlockDevice {
     }
 
     public ReadaheadBlockDevice(BlockDevice below, ReadaheadBudget budget, int prefetchThreads) {
-        super("readahead:" + below.name());
+        super("readahead:" + below.name(), below);
         if (prefetchThreads < 1) {
             throw new IllegalArgumentException("readahead over " + below.name() + ": prefetchThreads " + prefetchThreads
                     + " must be at least 1");
         }
-        this.below = below;
         this.budget = budget;
         this.name = below.name();
         this.segmentBytes = budget.segmentBytes();
@@ -229,11 +227,6 @@ public final class ReadaheadBlockDevice extends MeteredBlockDevice {
     }
 
     @Override
-    public String name() {
-        return name;
-    }
-
-    @Override
     public long size() {
         return size;
     }
@@ -259,31 +252,6 @@ public final class ReadaheadBlockDevice extends MeteredBlockDevice {
             lock.unlock();
         }
         return size;
-    }
-
-    @Override
-    public int logicalBlockSize() {
-        return below.logicalBlockSize();
-    }
-
-    @Override
-    public Geometry geometry() {
-        return below.geometry();
-    }
-
-    @Override
-    public BlockDevice below() {
-        return below;
-    }
-
-    @Override
-    public boolean supportsDiscard() {
-        return below.supportsDiscard();
-    }
-
-    @Override
-    public boolean discardZeroes() {
-        return below.discardZeroes();
     }
 
     @Override
@@ -317,11 +285,6 @@ public final class ReadaheadBlockDevice extends MeteredBlockDevice {
         }
     }
 
-    @Override
-    protected void flushDevice() throws IOException {
-        below.flush();
-    }
-
     /** Stops the prefetch threads, returns every segment to the budget, then closes the device below. */
     @Override
     public void close() throws IOException {
@@ -342,7 +305,7 @@ public final class ReadaheadBlockDevice extends MeteredBlockDevice {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        below.close();
+        super.close();
     }
 
     // ---- read path (all private methods below run with the lock held unless they say otherwise) ----
