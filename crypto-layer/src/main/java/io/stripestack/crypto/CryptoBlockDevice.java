@@ -3,7 +3,7 @@ package io.stripestack.crypto;
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.Geometry;
 import io.stripestack.blockdev.IoStats;
-import io.stripestack.blockdev.MeteredBlockDevice;
+import io.stripestack.blockdev.MeteredForwardingBlockDevice;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.LongAdder;
@@ -39,7 +39,7 @@ import org.slf4j.LoggerFactory;
  * <p>Ownership: the layer owns its {@link SectorCipher} and the device below; {@link #close()} zeroes the
  * key and closes the device below.
  */
-public final class CryptoBlockDevice extends MeteredBlockDevice {
+public final class CryptoBlockDevice extends MeteredForwardingBlockDevice {
     private static final Logger log = LoggerFactory.getLogger(CryptoBlockDevice.class);
     /** Bound of the write pieces (and per-thread write buffers), unless one optimal I/O below is larger. */
     static final int MAX_WRITE_BUFFER = 4 * 1024 * 1024;
@@ -47,7 +47,6 @@ public final class CryptoBlockDevice extends MeteredBlockDevice {
     private static final int BUFFER_ALIGNMENT = 4096;
 
     private final String name;
-    private final BlockDevice below;
     private final SectorCipher cipher;
     private final long offsetSectors;
     private final long skipSectors;
@@ -89,9 +88,8 @@ public final class CryptoBlockDevice extends MeteredBlockDevice {
      */
     public CryptoBlockDevice(String name, BlockDevice below, SectorCipher cipher, long offsetSectors,
                              long skipSectors, boolean allowDiscards, long payloadBytes) {
-        super(name);
+        super(name, below);
         this.name = name;
-        this.below = below;
         this.cipher = cipher;
         this.offsetSectors = offsetSectors;
         this.skipSectors = skipSectors;
@@ -298,11 +296,6 @@ public final class CryptoBlockDevice extends MeteredBlockDevice {
     }
 
     @Override
-    protected void flushDevice() throws IOException {
-        below.flush();
-    }
-
-    @Override
     public boolean supportsDiscard() {
         return allowDiscards && below.supportsDiscard();
     }
@@ -322,16 +315,11 @@ public final class CryptoBlockDevice extends MeteredBlockDevice {
         below.discard(payloadStart + offset, length);
     }
 
-    @Override
-    public BlockDevice below() {
-        return below;
-    }
-
     /** Zeroes the key and closes the device below. */
     @Override
     public void close() throws IOException {
         cipher.close();
-        below.close();
+        super.close();
     }
 
     @Override

@@ -1,6 +1,5 @@
 package io.stripestack.crypto.luks;
 
-import static io.stripestack.crypto.luks.Luks2Header.corrupt;
 
 import io.stripestack.blockdev.BlockDevice;
 import java.io.IOException;
@@ -217,5 +216,11 @@ final class Luks2Copies {
         byte[] out = new byte[alg.length()];
         digest.doFinal(out, 0);
         return out;
+    }
+
+    /** The refusal every check of the binary copies and the JSON ends in, with the way out. */
+    static LuksHeaderException corrupt(String name, String what) {
+        return new LuksHeaderException(name + " is corrupt: " + what
+                + "; restore it from a header backup (cryptsetup luksHeaderRestore) or try cryptsetup repair");
     }
 }

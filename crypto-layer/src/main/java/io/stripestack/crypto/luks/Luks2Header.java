@@ -45,9 +45,7 @@ import java.util.Map;
  * neither copy names it.
  */
 public final class Luks2Header extends LuksHeader {
-    static final int KEYSLOTS = 32;
     static final long DEFAULT_HEADER_BYTES = 16 * 1024;
-    static final long AREA_ALIGN = 4096;
     /** cryptsetup's ceiling for the keyslots area. */
     static final long MAX_KEYSLOTS_BYTES = 128L << 20;
 
@@ -130,7 +128,7 @@ public final class Luks2Header extends LuksHeader {
         if (!verifyVolumeKey(key.bytes())) {
             throw new IllegalArgumentException(device.name() + ": the given volume key is not this header's");
         }
-        long size = LuksIo.roundUp(AfSplitter.splitLength(key.length(), AfSplitter.LUKS_STRIPES), AREA_ALIGN);
+        long size = LuksIo.roundUp(AfSplitter.splitLength(key.length(), AfSplitter.LUKS_STRIPES), Luks2Metadata.AREA_ALIGN);
         long offset = freeArea(size);
         byte[] salt = newSalt();
         Keyslot keyslot = new Keyslot(slot, kdf, salt, offset, size, metadata.encryption(), key.length(), key.length(),
@@ -167,7 +165,7 @@ public final class Luks2Header extends LuksHeader {
             if (candidate + size <= k.areaOffset()) {
                 break;
             }
-            candidate = Math.max(candidate, LuksIo.roundUp(k.areaOffset() + k.areaLength(), AREA_ALIGN));
+            candidate = Math.max(candidate, LuksIo.roundUp(k.areaOffset() + k.areaLength(), Luks2Metadata.AREA_ALIGN));
         }
         if (candidate + size > end) {
             throw new LuksHeaderException(device.name() + ": the keyslots area has no room for another " + size
@@ -254,7 +252,7 @@ public final class Luks2Header extends LuksHeader {
 
     @Override
     public int keyslotLimit() {
-        return KEYSLOTS;
+        return Luks2Metadata.KEYSLOTS;
     }
 
     @Override
@@ -356,11 +354,5 @@ public final class Luks2Header extends LuksHeader {
             out.append("\tDigest:     ").append(LuksIo.hex(d.digest())).append('\n');
         }
         return out.toString();
-    }
-
-    /** The refusal every check of the binary copies and the JSON ends in, with the way out. */
-    static LuksHeaderException corrupt(String name, String what) {
-        return new LuksHeaderException(name + " is corrupt: " + what
-                + "; restore it from a header backup (cryptsetup luksHeaderRestore) or try cryptsetup repair");
     }
 }

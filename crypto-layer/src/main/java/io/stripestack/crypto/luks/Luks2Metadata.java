@@ -1,6 +1,6 @@
 package io.stripestack.crypto.luks;
 
-import static io.stripestack.crypto.luks.Luks2Header.corrupt;
+import static io.stripestack.crypto.luks.Luks2Copies.corrupt;
 
 import io.stripestack.crypto.CryptSpec;
 import io.stripestack.crypto.luks.LuksHeader.Keyslot;
@@ -20,6 +20,9 @@ import java.util.Map;
  */
 record Luks2Metadata(long jsonSize, long keyslotsSize, String segmentId, long segmentOffset, long segmentSize,
                      String encryption, int sectorSize, Map<Integer, Slot> slots, Map<String, VolumeDigest> digests) {
+    /** LUKS2's keyslot count and the alignment of every area of the binary header. */
+    static final int KEYSLOTS = 32;
+    static final long AREA_ALIGN = 4096;
     /** cryptsetup's largest volume key (4096 bits). */
     static final int MAX_KEY_BYTES = 512;
     /** cryptsetup refuses Argon2 memory above 4 GiB. */
@@ -47,7 +50,7 @@ record Luks2Metadata(long jsonSize, long keyslotsSize, String segmentId, long se
         if (jsonSize != hdrSize - Luks2Copies.BINARY_BYTES) {
             throw f.invalid("config.json_size " + jsonSize + " does not match the header size " + hdrSize + " minus 4096");
         }
-        if (keyslotsSize % Luks2Header.AREA_ALIGN != 0) {
+        if (keyslotsSize % AREA_ALIGN != 0) {
             throw f.invalid("config.keyslots_size " + keyslotsSize + " is not a multiple of 4096");
         }
         if (config.get("requirements") instanceof Map<?, ?> requirements && requirements.get("mandatory") instanceof List<?> mandatory
@@ -132,8 +135,8 @@ record Luks2Metadata(long jsonSize, long keyslotsSize, String segmentId, long se
             } catch (NumberFormatException e) {
                 throw f.invalid("keyslot name '" + id + "' is not a number");
             }
-            if (index < 0 || index >= Luks2Header.KEYSLOTS || !Integer.toString(index).equals(id)) {
-                throw f.invalid("keyslot name '" + id + "' is not one of 0.." + (Luks2Header.KEYSLOTS - 1));
+            if (index < 0 || index >= KEYSLOTS || !Integer.toString(index).equals(id)) {
+                throw f.invalid("keyslot name '" + id + "' is not one of 0.." + (KEYSLOTS - 1));
             }
             Map<String, Object> k = f.map(keyslots, id);
             if (!"luks2".equals(f.string(k, "type", at))) {

@@ -84,7 +84,7 @@ public final class LuksFormatter {
         } else {
             long hdrSize = Luks2Header.DEFAULT_HEADER_BYTES;
             long keyslotArea = LuksIo.roundUp(AfSplitter.splitLength(options.keyBytes(), AfSplitter.LUKS_STRIPES),
-                    Luks2Header.AREA_ALIGN);
+                    Luks2Metadata.AREA_ALIGN);
             long minimumSectors = (2 * hdrSize + keyslotArea) / LuksIo.SECTOR;
             long payload = options.payloadOffsetSectors() > 0
                     ? payloadSectors(device, options, minimumSectors, alignment)
@@ -97,7 +97,7 @@ public final class LuksFormatter {
             // Alignment padding beyond 16 MiB stays unused; an explicit offset gives its whole room to keyslots.
             long keyslotsRoom = options.payloadOffsetSectors() > 0 ? dataOffset : LUKS2_DATA_OFFSET;
             long keyslotsSize = Math.min(Luks2Header.MAX_KEYSLOTS_BYTES, keyslotsRoom - 2 * hdrSize)
-                    / Luks2Header.AREA_ALIGN * Luks2Header.AREA_ALIGN;
+                    / Luks2Metadata.AREA_ALIGN * Luks2Metadata.AREA_ALIGN;
             LuksIo.wipeZero(device, 0, 2 * hdrSize);
             LuksIo.wipeRandom(device, 2 * hdrSize, keyslotsSize, random);
             LuksIo.wipeZero(device, 2 * hdrSize + keyslotsSize, dataOffset - 2 * hdrSize - keyslotsSize);
