@@ -19,7 +19,7 @@ import org.slf4j.LoggerFactory;
  */
 final class ConnectionLifecycle {
     /** The facade's logger, so one logger name covers the whole initiator. */
-    private static final Logger log = LoggerFactory.getLogger(IscsiInitiator.class);
+    private static final Logger log = LoggerFactory.getLogger(ConnectionLifecycle.class);
 
     private final String description;
     private final SocketChannel socket;

@@ -14,7 +14,7 @@ import org.slf4j.LoggerFactory;
  */
 final class LoginNegotiation {
     /** The facade's logger, so one logger name covers the whole initiator. */
-    private static final Logger log = LoggerFactory.getLogger(IscsiInitiator.class);
+    private static final Logger log = LoggerFactory.getLogger(LoginNegotiation.class);
     /** Rounds a target may take to grant a stage change before the login gives up. */
     private static final int TRANSIT_RETRIES = 4;
 

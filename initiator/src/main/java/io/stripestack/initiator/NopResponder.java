@@ -15,7 +15,7 @@ import org.slf4j.LoggerFactory;
  */
 final class NopResponder {
     /** The facade's logger, so one logger name covers the whole initiator. */
-    private static final Logger log = LoggerFactory.getLogger(IscsiInitiator.class);
+    private static final Logger log = LoggerFactory.getLogger(NopResponder.class);
 
     private record Ping(int ttt, long lun, byte[] data) {
     }

@@ -14,7 +14,7 @@ import org.slf4j.LoggerFactory;
  */
 final class PduReceiver {
     /** The facade's logger, so one logger name covers the whole initiator. */
-    private static final Logger log = LoggerFactory.getLogger(IscsiInitiator.class);
+    private static final Logger log = LoggerFactory.getLogger(PduReceiver.class);
     /** Holds sense data and rejected headers; anything larger is a broken target. */
     private static final int SCRATCH_BYTES = 64 << 10;
     private static final int FIXED_SENSE_KEY = 2;

@@ -19,7 +19,7 @@ import org.slf4j.LoggerFactory;
  * locking.
  */
 final class ArrayParts {
-    private static final Logger LOG = LoggerFactory.getLogger(Raid5Array.class);
+    private static final Logger LOG = LoggerFactory.getLogger(ArrayParts.class);
 
     final StripeGeometry geo;
     final Geometry ioHints;

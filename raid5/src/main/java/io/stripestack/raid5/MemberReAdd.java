@@ -20,7 +20,7 @@ import org.slf4j.LoggerFactory;
  * <p>Concurrency: runs under the array's state lock ({@link MemberSet#lock}); stateless otherwise.
  */
 final class MemberReAdd {
-    private static final Logger LOG = LoggerFactory.getLogger(Raid5Array.class);
+    private static final Logger LOG = LoggerFactory.getLogger(MemberReAdd.class);
 
     private MemberReAdd() {
     }

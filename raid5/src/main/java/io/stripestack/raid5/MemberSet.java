@@ -27,7 +27,7 @@ import org.slf4j.LoggerFactory;
  */
 final class MemberSet {
     /** The array's logger: operators follow one array in one log stream. */
-    private static final Logger LOG = LoggerFactory.getLogger(Raid5Array.class);
+    private static final Logger LOG = LoggerFactory.getLogger(MemberSet.class);
 
     /**
      * One member slot (role), or a spare (role -1). {@code device} is null when the member is missing.

@@ -57,7 +57,7 @@ import org.slf4j.LoggerFactory;
  * leader while the owner waits in {@link #log}.
  */
 final class PartialParityLog {
-    private static final Logger LOG = LoggerFactory.getLogger(Raid5Array.class);
+    private static final Logger LOG = LoggerFactory.getLogger(PartialParityLog.class);
 
     /**
      * One row update's log entries and partial parity, owned by its updating thread. An update gets one entry per

@@ -24,7 +24,7 @@ import org.slf4j.LoggerFactory;
  * {@link CallerContext}'s.
  */
 final class ReadPath {
-    private static final Logger LOG = LoggerFactory.getLogger(Raid5Array.class);
+    private static final Logger LOG = LoggerFactory.getLogger(ReadPath.class);
     private static final ByteOrder NATIVE = ByteOrder.nativeOrder();
 
     private final String name;

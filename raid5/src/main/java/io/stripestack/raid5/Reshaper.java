@@ -36,7 +36,7 @@ import org.slf4j.LoggerFactory;
  * checkpoints (under the array's state lock, like every superblock write).
  */
 final class Reshaper {
-    private static final Logger LOG = LoggerFactory.getLogger(Raid5Array.class);
+    private static final Logger LOG = LoggerFactory.getLogger(Reshaper.class);
     private static final long CHECKPOINT_MILLIS = 200;
     /** Bytes of array data one batch moves at most. */
     private static final int BATCH_BYTES = 4 << 20;

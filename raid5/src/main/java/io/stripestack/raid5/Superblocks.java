@@ -25,7 +25,7 @@ import org.slf4j.LoggerFactory;
  * clears idle regions every {@value WriteIntentBitmap#DAEMON_SLEEP_SECONDS} seconds.
  */
 final class Superblocks {
-    private static final Logger LOG = LoggerFactory.getLogger(Raid5Array.class);
+    private static final Logger LOG = LoggerFactory.getLogger(Superblocks.class);
 
     private final String name;
     private final StripeGeometry geo;

@@ -37,7 +37,7 @@ import org.slf4j.LoggerFactory;
  * </ul>
  */
 final class SyncEngine {
-    private static final Logger LOG = LoggerFactory.getLogger(Raid5Array.class);
+    private static final Logger LOG = LoggerFactory.getLogger(SyncEngine.class);
     private static final int SYNC_WORKERS = 2;
     /** Marks a pass that stopped on an error (as opposed to a request or a state change). */
     private static final String ERROR_PREFIX = "error: ";

@@ -45,7 +45,7 @@ import org.slf4j.LoggerFactory;
  * </ul>
  */
 final class WriteScheduler {
-    private static final Logger LOG = LoggerFactory.getLogger(Raid5Array.class);
+    private static final Logger LOG = LoggerFactory.getLogger(WriteScheduler.class);
     static final int SLOTS = 1024;
     /**
      * Shortest bound on the time a partial row write waits for an in-flight write that will add to the same

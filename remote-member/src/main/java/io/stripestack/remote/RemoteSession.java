@@ -21,7 +21,7 @@ import org.slf4j.LoggerFactory;
  * for it (their I/O waits meanwhile, as the retry window promises). The outage guards itself.
  */
 final class RemoteSession {
-    private static final Logger log = LoggerFactory.getLogger(RemoteBlockDevice.class);
+    private static final Logger log = LoggerFactory.getLogger(RemoteSession.class);
     private static final long FIRST_BACKOFF_MILLIS = 100;
     private static final long MAX_BACKOFF_MILLIS = 2000;
 
