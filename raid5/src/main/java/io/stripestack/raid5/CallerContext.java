@@ -42,6 +42,10 @@ final class CallerContext {
     volatile long writeRow = -1;
     /** End of this thread's last write; read by WriteScheduler.worthHolding to recognise sequential streams. */
     volatile long lastEnd = -1;
+    /** This thread is parked waiting for rows other owners process: a holder does not wait for its next piece. */
+    volatile boolean parked;
+    /** Set when this thread, holding a partial row, was interrupted; re-asserted after its member I/O. */
+    boolean interruptedWhileHolding;
     int[] pieceChunk = new int[16];
     /** Every block of a chunk set. */
     final long[] allBlocks;

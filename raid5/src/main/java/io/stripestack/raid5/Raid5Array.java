@@ -27,7 +27,7 @@ import org.slf4j.LoggerFactory;
  *       read-error correction, check_parity_on_reads.</li>
  *   <li>{@link WriteScheduler}: writes, discards and sync steps as row writes on
  *       {@value WriteScheduler#SLOTS} write slots; batching of concurrent writes to a row, the write
- *       window, holds; the row locks reads take. {@link RowUpdater}: one row update (full-stripe,
+ *       window, work-conserving holds; the row locks reads take. {@link RowUpdater}: one row update (full-stripe,
  *       read-modify-write or reconstruct-write, through the {@link StripeCache}).</li>
  *   <li>{@link SyncEngine}: md's sync actions (resync, recover, check, repair) on their own threads,
  *       with progress and speed limits.</li>
@@ -486,11 +486,6 @@ public final class Raid5Array extends MeteredBlockDevice {
     public static int defaultStripeCacheRows(int members, int chunk) {
         long rows = DEFAULT_STRIPE_CACHE_BYTES / ((long) members * chunk);
         return (int) Math.max(4, Math.min(256, rows));
-    }
-
-    /** Sets the longest hold of a partial row write (see {@link WriteScheduler}); for tests. */
-    void setWriteHoldNanos(long nanos) {
-        current().writes.setHoldNanos(nanos);
     }
 
     public int stripeCacheSize() {

@@ -6,8 +6,8 @@ import java.lang.ref.WeakReference;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.Arrays;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
@@ -30,33 +30,30 @@ import org.slf4j.LoggerFactory;
  *       it may own several slots at once. The owner takes the queued writes for the same row that do not
  *       overlap each other (md-style batching: concurrent writes that together fill a row need no
  *       pre-reads), processes them as one row update, completes them, and hands the slot to the next
- *       waiter. An owner whose writes cover the row only partly may first wait on the slot's monitor
- *       (see {@code worthHolding}: bounded, and only while another caller's write is in progress) for a
- *       write that will add to the row; submitters wake it. An owner waits for no other slot, so no cycle
- *       of waits forms. The slot's queue and owner flag are guarded by the slot's monitor (a queued
- *       write's done and lead flags are volatile, read by its parked caller); the row's cache entry and
- *       the owner's per-thread buffers are used only by the owner.</li>
+ *       waiter. An owner whose writes cover the row only partly may first wait for a write that will add
+ *       to the row ({@code worthHolding}), but only while other work is under way that keeps the array busy
+ *       or will bring that write: no timer (md's delayed stripes, released once the array has nothing else
+ *       to do). It waits on {@link #holdSignal}'s monitor, without its slot's: arrivals on its slot, a
+ *       row update ending, a caller parking or ending its write wake it. An owner waits for no
+ *       other slot, and a hold waits only for a caller that is neither parked nor holding a row it reached
+ *       later than this one (see worthHolding), so no cycle of waits forms. The slot's queue and owner
+ *       flag are guarded by the slot's monitor (a queued write's done and lead flags are volatile, read by
+ *       its parked caller); the row's cache entry and the owner's per-thread buffers are used only by the
+ *       owner.</li>
  *   <li>Each slot also has a {@link StampedLock}: row updates hold it exclusively only while writing
  *       members; reads hold it shared (for every row they touch, taken in ascending slot order, so no
  *       lock cycle can form). A read therefore sees every block either before or after a racing write,
  *       never half of one, and a degraded read rebuilds from a consistent row.</li>
- *   <li>The callers' threads publish their write in progress (byte range, highest row queued) in volatile
- *       fields of their {@link CallerContext}; owners read them without locks to decide on a hold.</li>
+ *   <li>The callers' threads publish their write in progress (byte range, highest row queued, parked or
+ *       not) in volatile fields of their {@link CallerContext}, and {@link #updates} counts the
+ *       row updates running and finished; owners read them without locks to decide on a hold (a stale answer costs a
+ *       hold or a pre-read, never a wrong result: the wake-ups below are ordered after the change they
+ *       announce, and a holder reads the state under {@link #holdSignal} before it waits).</li>
  * </ul>
  */
 final class WriteScheduler {
     private static final Logger LOG = LoggerFactory.getLogger(WriteScheduler.class);
     static final int SLOTS = 1024;
-    /**
-     * Shortest bound on the time a partial row write waits for an in-flight write that will add to the same
-     * row (md's delayed stripes). The bound in use is {@value #HOLD_ROW_UPDATES} recent row updates, between
-     * this and {@link #MAX_HOLD_NANOS}: the write that completes the row is issued when one of the stream's
-     * earlier requests completes, so on slow members it comes later.
-     */
-    static final long HOLD_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
-    static final long MAX_HOLD_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
-    private static final int HOLD_ROW_UPDATES = 4;
-    private static final long HOLD_RECHECK_NANOS = TimeUnit.MICROSECONDS.toNanos(500);
     /**
      * Calling threads whose writes in progress a slot owner can see at once; a thread beyond them is
      * simply not waited for (a missed hold, never a wrong result).
@@ -79,13 +76,23 @@ final class WriteScheduler {
             new AtomicReferenceArray<>(TRACKED_WRITERS);
     /** One past the highest entry of {@code writers} ever taken. */
     private final AtomicInteger writersInUse = new AtomicInteger();
-    /** A fixed hold bound set by tests to make a race deterministic, or -1 for the adaptive one (HOLD_NANOS). */
-    private volatile long fixedHoldNanos = -1;
     /**
-     * Moving average (1/8 weight) of the time a row write update takes, for the hold bound. Updated by slot
-     * owners without a lock: a lost update only skews an estimate.
+     * Row updates being processed right now (members being read or written; the low 32 bits: the work a
+     * stream's hold waits on) and row updates finished (the high 32 bits, wrapping: what bounds such a hold).
+     * One atomic add when an update starts ({@code 1}) and one when it ends ({@link #UPDATE_DONE} - 1).
      */
-    private volatile long rowUpdateNanos;
+    private final AtomicLong updates = new AtomicLong();
+    private static final long UPDATE_DONE = 1L << 32;
+    /**
+     * Row updates that may finish elsewhere while a stream's partial row waits (md's preread_bypass_threshold):
+     * a hold that continues a stream ends after them even if other work still runs, so a steady load elsewhere
+     * cannot starve it.
+     */
+    static final int HOLD_BYPASS_UPDATES = 2 * WRITE_WINDOW_ROWS;
+    /** Owners holding a partial row right now; the events a hold waits for notify only when there is one. */
+    private final AtomicInteger holders = new AtomicInteger();
+    /** The monitor holders wait on (see the class comment); guards nothing, the events are in volatile fields. */
+    private final Object holdSignal = new Object();
     private final LongAdder heldWrites;
 
     /** A write slot: see the class comment. */
@@ -95,6 +102,8 @@ final class WriteScheduler {
         boolean busy;
         /** The owner is waiting for more writes to its row (see worthHolding): arrivals wake it. */
         boolean holding;
+        /** A write was queued while the owner held; cleared when the owner takes the queued writes. */
+        volatile boolean arrived;
     }
 
     /** @param zeroChunk one chunk of zeros, the source of discards */
@@ -125,16 +134,6 @@ final class WriteScheduler {
     /** The calling thread's context. */
     CallerContext context() {
         return contexts.get();
-    }
-
-    /** Sets the longest hold of a partial row write (see {@link #worthHolding}); for tests. */
-    void setHoldNanos(long nanos) {
-        fixedHoldNanos = nanos;
-    }
-
-    private long holdBoundNanos() {
-        long fixed = fixedHoldNanos;
-        return fixed >= 0 ? fixed : Math.max(HOLD_NANOS, Math.min(MAX_HOLD_NANOS, HOLD_ROW_UPDATES * rowUpdateNanos));
     }
 
     /** Writes {@code length} bytes of {@code src} from {@code srcIndex} at array byte {@code offset}. */
@@ -169,6 +168,9 @@ final class WriteScheduler {
         } finally {
             ctx.writeEnd = -1;
             ctx.lastEnd = offset + length;
+            if (holders.get() > 0) {
+                wakeHolders();   // a holder waiting for this write's piece of its row waits no longer
+            }
             for (RowWrite w : pieces) {
                 w.src = null;
             }
@@ -205,16 +207,28 @@ final class WriteScheduler {
      */
     private void enqueue(RowWrite w) {
         Slot slot = slots[slotIndex(w.row)];
+        boolean wake;
         synchronized (slot) {
             w.done = false;
             w.error = null;
             w.waiter = Thread.currentThread();
             slot.pending.addLast(w);
-            if (slot.holding) {
-                slot.notifyAll();
+            wake = slot.holding;
+            if (wake) {
+                slot.arrived = true;
             }
             w.lead = !slot.busy;
             slot.busy = true;
+        }
+        if (wake) {
+            wakeHolders();
+        }
+    }
+
+    /** Tells every holder to look again (a write arrived, an update ended, a caller parked or ended its write). */
+    private void wakeHolders() {
+        synchronized (holdSignal) {
+            holdSignal.notifyAll();
         }
     }
 
@@ -247,7 +261,12 @@ final class WriteScheduler {
             // Processing parks on member I/O, which may swallow the unpark of a write done meanwhile: look again
             // before parking. Parking right after a pass that processed nothing loses no wake-up (the permit).
             if (!processed) {
+                ctx.parked = true;
+                if (holders.get() > 0) {
+                    wakeHolders();   // a holder waiting for this caller's next piece waits no longer
+                }
                 LockSupport.park(this);
+                ctx.parked = false;
                 interrupted |= Thread.interrupted();
             }
         }
@@ -274,52 +293,36 @@ final class WriteScheduler {
      */
     private boolean ownSlot(Slot slot, CallerContext ctx) {
         int count;
-        boolean interrupted = false;
         synchronized (slot) {
             count = collectBatch(slot, ctx);
-            if (ctx.batch[0].op == RowOp.WRITE) {
-                long deadline = 0;
-                // Once held, the hold lasts while any other caller's write is in progress (md keeps delayed
-                // stripes until the array goes idle): when the stream ends, the last row goes out at once
-                // instead of waiting for the bound. Arrivals wake the owner; the rest is checked every
-                // HOLD_RECHECK_NANOS.
-                while (!RowWrite.coverRow(ctx.batch, count, geo.rowBytes)
-                        && (deadline == 0 ? worthHolding(ctx.batch[0].row, ctx) : othersWriting(ctx))) {
-                    long now = System.nanoTime();
-                    if (deadline == 0) {
-                        deadline = now + holdBoundNanos();
-                        heldWrites.increment();
-                    }
-                    long left = Math.min(deadline - now, HOLD_RECHECK_NANOS);
-                    if (left <= 0) {
-                        break;
-                    }
-                    slot.holding = true;
-                    try {
-                        slot.wait(left / 1_000_000, (int) (left % 1_000_000));
-                    } catch (InterruptedException e) {
-                        interrupted = true;
-                        break;
-                    } finally {
-                        slot.holding = false;
-                    }
-                    count = addToBatch(slot, ctx, count);
-                }
+        }
+        boolean interrupted = false;
+        if (ctx.batch[0].op == RowOp.WRITE && !RowWrite.coverRow(ctx.batch, count, geo.rowBytes)
+                && worthHolding(ctx.batch[0].row, ctx, updates.get() >>> 32)) {
+            heldWrites.increment();
+            holders.incrementAndGet();
+            try {
+                count = hold(slot, ctx, count);
+            } finally {
+                holders.decrementAndGet();
             }
+            interrupted = ctx.interruptedWhileHolding;
+            ctx.interruptedWhileHolding = false;
         }
         IOException error = null;
+        updates.incrementAndGet();
         try {
-            long started = System.nanoTime();
             updater.process(slot.ioLock, ctx.batch, count, ctx);
-            if (ctx.batch[0].op == RowOp.WRITE) {
-                long average = rowUpdateNanos;
-                rowUpdateNanos = average + ((System.nanoTime() - started - average) >> 3);
-            }
         } catch (IOException e) {
             error = e;
         } catch (RuntimeException e) {
             error = new IOException(name + ": internal error writing row " + ctx.batch[0].row + ": " + e, e);
             LOG.error("{}: internal error writing row {}", name, ctx.batch[0].row, e);
+        } finally {
+            updates.addAndGet(UPDATE_DONE - 1);
+            if (holders.get() > 0) {
+                wakeHolders();   // the array may be idle now, or a stream's hold past its bound
+            }
         }
         Thread self = Thread.currentThread();
         RowWrite next;
@@ -348,6 +351,46 @@ final class WriteScheduler {
             LockSupport.unpark(next.waiter);
         }
         return interrupted;
+    }
+
+    /**
+     * Waits, as the owner of {@code slot} whose batch of {@code count} writes covers its row only partly, until
+     * the queued writes cover the row or a hold is no longer worth it (no timer: see {@link #worthHolding}).
+     * The writes taken meanwhile join the batch; returns its new count. An interrupt ends the hold and is
+     * recorded in {@code ctx.interruptedWhileHolding} (not re-asserted before the member I/O).
+     */
+    private int hold(Slot slot, CallerContext ctx, int count) {
+        long row = ctx.batch[0].row;
+        long since = updates.get() >>> 32;
+        while (true) {
+            synchronized (slot) {
+                count = addToBatch(slot, ctx, count);
+                slot.arrived = false;
+                if (RowWrite.coverRow(ctx.batch, count, geo.rowBytes)) {
+                    slot.holding = false;
+                    return count;
+                }
+                slot.holding = true;
+            }
+            synchronized (holdSignal) {
+                // Read under the monitor every waker takes after its change: no wake-up is lost.
+                if (!slot.arrived) {
+                    if (!worthHolding(row, ctx, since)) {
+                        break;
+                    }
+                    try {
+                        holdSignal.wait();
+                    } catch (InterruptedException e) {
+                        ctx.interruptedWhileHolding = true;
+                        break;
+                    }
+                }
+            }
+        }
+        synchronized (slot) {
+            slot.holding = false;
+            return addToBatch(slot, ctx, count);
+        }
     }
 
     /** Takes the first pending write and the following ones of the same row that overlap none taken. */
@@ -385,23 +428,28 @@ final class WriteScheduler {
     }
 
     /**
-     * Whether the slot owner, whose batch covers {@code row} only partly, should wait for more writes to
-     * the row (md's delayed stripes), because one is likely to come soon and turn the row into a
-     * full-row write without pre-reads:
+     * Whether the slot owner, whose batch covers {@code row} only partly, should wait for more writes to the
+     * row (md's delayed stripes) because one is on its way and other work keeps the array busy meanwhile, so
+     * that the row becomes a full-row write without pre-reads:
      * <ul>
-     *   <li>some other caller's write in progress covers part of the row and has not reached it yet
-     *       (callers walk their rows in ascending order), e.g. the next request's head meeting this
-     *       request's tail; or</li>
+     *   <li>another caller's write in progress covers part of the row and has not queued it yet (callers
+     *       queue their rows in ascending order), and that caller is not parked: it is queuing or processing
+     *       its earlier rows, so it will come (e.g. the next request's head meeting this request's tail); or</li>
      *   <li>the owner's own request continues a sequential stream (it starts where another write, in
-     *       progress or the last one of some caller, ends) and another caller's write of the stream is
-     *       still in progress (it ends at most a row before this request starts): with a queue depth
-     *       above one, the stream's next requests are issued as those complete.</li>
+     *       progress or the last one of some caller, ends), another caller's write of the stream is in
+     *       progress (it ends at most a row before this request starts), and some row update is being
+     *       processed: the stream's next requests are issued as earlier ones complete. Such a hold also
+     *       ends once {@value #HOLD_BYPASS_UPDATES} row updates finished since {@code since} (a count of
+     *       finished updates), so steady work elsewhere does not starve it.</li>
      * </ul>
-     * A lone writer (queue depth one) is never held: nobody else could complete its row; neither is a
-     * sequential writer whose only company is unrelated writes elsewhere on the array. Reads other
-     * threads' fields without their locks: a stale answer only costs a hold or a pre-read.
+     * With idle members and no caller on its way the answer is no, at once: a lone writer (queue depth one)
+     * is never held, nor a sequential writer whose only company is unrelated writes elsewhere on the array,
+     * nor one whose stream neighbours are all parked (they wait for rows this thread or a holder owns). A
+     * holder waits for no caller that is parked, and every caller it waits for has queued only rows below
+     * this one, so holders never wait for each other in a cycle. Reads other threads' fields without their
+     * locks: a stale answer only costs a hold or a pre-read.
      */
-    private boolean worthHolding(long row, CallerContext self) {
+    private boolean worthHolding(long row, CallerContext self, long since) {
         long rowStart = row * geo.rowBytes;
         long rowEnd = rowStart + geo.rowBytes;
         long start = self.writeStart;
@@ -416,27 +464,15 @@ final class WriteScheduler {
             }
             long end = c.writeEnd;
             if (end >= 0) {
-                if (end > rowStart && c.writeStart < rowEnd && c.writeRow < row) {
+                if (end > rowStart && c.writeStart < rowEnd && c.writeRow < row && !c.parked) {
                     return true;
                 }
                 streamInProgress |= end <= start && end >= start - geo.rowBytes;
             }
             sequential |= end == start || c.lastEnd == start;
         }
-        return sequential && streamInProgress;
-    }
-
-    /** Whether any calling thread but {@code self} has a write in progress (read without locks, see worthHolding). */
-    private boolean othersWriting(CallerContext self) {
-        int tracked = writersInUse.get();
-        for (int i = 0; i < tracked; i++) {
-            WeakReference<CallerContext> ref = writers.get(i);
-            CallerContext c = ref == null ? null : ref.get();
-            if (c != null && c != self && c.writeEnd >= 0) {
-                return true;
-            }
-        }
-        return false;
+        long now = updates.get();
+        return sequential && streamInProgress && (int) now > 0 && (now >>> 32) - since <= HOLD_BYPASS_UPDATES;
     }
 
     /**

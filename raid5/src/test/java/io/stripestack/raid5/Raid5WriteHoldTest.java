@@ -23,17 +23,20 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * Holding partial row writes (md's delayed stripes): a partial write waits briefly for a write in
- * progress that will add to its row, so that the two become one full-row write without pre-reads; the
- * wait is bounded, and a lone writer is never held.
+ * Holding partial row writes (md's delayed stripes, work-conserving): a partial write waits for a write in
+ * progress that will add to its row, so that the two become one full-row write without pre-reads, but only
+ * while other work keeps the array busy; with idle members it is issued at once, and a lone writer is never
+ * held. No timer: nothing here depends on how long anything takes.
  */
 class Raid5WriteHoldTest {
     private static final int CHUNK = 16384;
@@ -158,7 +161,6 @@ class Raid5WriteHoldTest {
         List<GatedDevice> members = gatedMembers();
         ExecutorService pool = Executors.newFixedThreadPool(2);
         try (Raid5Array array = create(members, CHUNK, Raid5Layout.LEFT_SYMMETRIC, 8)) {
-            array.setWriteHoldNanos(TimeUnit.SECONDS.toNanos(20));
             byte[] data = new byte[ROWS * ROW];
             new Random(5).nextBytes(data);
             int bStart = ROW;
@@ -199,7 +201,6 @@ class Raid5WriteHoldTest {
         List<GatedDevice> members = gatedMembers();
         ExecutorService pool = Executors.newFixedThreadPool(2);
         try (Raid5Array array = create(members, CHUNK, Raid5Layout.LEFT_SYMMETRIC, 8)) {
-            array.setWriteHoldNanos(TimeUnit.SECONDS.toNanos(20));
             byte[] data = new byte[ROWS * ROW];
             new Random(9).nextBytes(data);
             Future<?> p = startStalledWrite(pool, array, members, data, ROW, ROW);
@@ -222,35 +223,67 @@ class Raid5WriteHoldTest {
         }
     }
 
-    /** The hold is bounded: if the completing write does not come, the partial write goes ahead alone. */
+    /**
+     * With idle members a partial row is issued at once, even when it continues a stream: A's piece of row 2 and
+     * P's piece just before it queue behind G's stalled full-row write of that row; once G is written nothing
+     * else runs, P is parked (its piece is in A's batch) and nobody can add to the row, so A's batch goes out
+     * without a hold (the timed hold waited here for P, who could bring nothing more).
+     */
     @Test
-    void aHeldWriteGoesAheadAloneWhenTheOtherWriteDoesNotCome() throws Exception {
+    void aPartialRowIsIssuedAtOnceWhenNothingElseRuns() throws Exception {
         List<GatedDevice> members = gatedMembers();
-        ExecutorService pool = Executors.newFixedThreadPool(2);
+        ExecutorService pool = Executors.newFixedThreadPool(1);
         try (Raid5Array array = create(members, CHUNK, Raid5Layout.LEFT_SYMMETRIC, 8)) {
-            array.setWriteHoldNanos(TimeUnit.MILLISECONDS.toNanos(20));
             byte[] data = new byte[ROWS * ROW];
             new Random(6).nextBytes(data);
-            int bStart = ROW;
-            int bLength = (LATE_ROW - 1) * ROW + ROW / 2;
-            int aStart = bStart + bLength;
-            int aEnd = (LATE_ROW + 1) * ROW;
-            Future<?> b = startStalledWrite(pool, array, members, data, bStart, bLength);
-            array.write(aStart, ByteBuffer.wrap(data, aStart, aEnd - aStart));
-            assertEquals(1, counter(array, "held_writes"));
-            assertFalse(b.isDone(), "A completed while B was still stalled");
-            assertTrue(counter(array, "member_prereads") > 0, "alone, A's half row needs the old contents");
+            byte[] later = new byte[ROWS * ROW];
+            new Random(8).nextBytes(later);
+            int aStart = 2 * ROW + CHUNK + 4096;
+            int pStart = aStart - 4096;
+            Future<?> g = startStalledWrite(pool, array, members, data, 2 * ROW, ROW);
+            FutureTask<Void> a = parkedWrite(array, later, aStart, 4096);
+            FutureTask<Void> p = parkedWrite(array, later, pStart, 4096);
             members.get(0).release();
-            b.get(10, TimeUnit.SECONDS);
+            g.get(10, TimeUnit.SECONDS);
+            a.get(10, TimeUnit.SECONDS);
+            p.get(10, TimeUnit.SECONDS);
 
-            byte[] got = new byte[aEnd - ROW];
-            array.read(ROW, ByteBuffer.wrap(got));
-            assertArrayEquals(java.util.Arrays.copyOfRange(data, ROW, aEnd), got);
+            assertEquals(0, counter(array, "held_writes"), "nothing else ran: A's batch had nothing to wait for");
+            assertEquals(1, counter(array, "full_stripe_writes"), "G's row");
+            assertEquals(1, counter(array, "rmw_writes") + counter(array, "reconstruct_writes"),
+                    "A's and P's pieces are one partial row update");
+            assertTrue(counter(array, "member_prereads") > 0, "a partial row needs the old contents");
+            System.arraycopy(later, pStart, data, pStart, 2 * 4096);
+            byte[] got = new byte[ROW];
+            array.read(2 * ROW, ByteBuffer.wrap(got));
+            assertArrayEquals(java.util.Arrays.copyOfRange(data, 2 * ROW, 3 * ROW), got);
             assertParityConsistent(members, CHUNK, ROWS);
         } finally {
             members.forEach(GatedDevice::release);
             pool.shutdownNow();
         }
+    }
+
+    /**
+     * Writes {@code data[start, start + length)} on a new thread and returns once that thread waits in the write
+     * scheduler (its row is queued behind another owner's).
+     */
+    private static FutureTask<Void> parkedWrite(Raid5Array array, byte[] data, int start, int length)
+            throws InterruptedException {
+        FutureTask<Void> task = new FutureTask<>(() -> {
+            array.write(start, ByteBuffer.wrap(data, start, length));
+            return null;
+        });
+        Thread t = new Thread(task, "parked-write-" + start);
+        t.setDaemon(true);
+        t.start();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!(t.getState() == Thread.State.WAITING && LockSupport.getBlocker(t) instanceof WriteScheduler)) {
+            assertFalse(task.isDone(), "the write completed while another write of its row was stalled");
+            assertTrue(System.nanoTime() < deadline, "the write never queued");
+            Thread.sleep(1);
+        }
+        return task;
     }
 
     /**
@@ -263,7 +296,6 @@ class Raid5WriteHoldTest {
         ExecutorService pool = Executors.newFixedThreadPool(1);
         AtomicBoolean stop = new AtomicBoolean();
         try (Raid5Array array = create(members, CHUNK, Raid5Layout.LEFT_SYMMETRIC, 8)) {
-            array.setWriteHoldNanos(TimeUnit.SECONDS.toNanos(20));
             byte[] data = new byte[ROWS * ROW];
             new Random(7).nextBytes(data);
             int elsewhere = (ROWS - 1) * ROW;
