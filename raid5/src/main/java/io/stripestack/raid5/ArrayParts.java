@@ -3,6 +3,7 @@ package io.stripestack.raid5;
 import io.stripestack.blockdev.Geometry;
 import io.stripestack.blockdev.IoStats;
 import io.stripestack.blockdev.MediumErrorException;
+import io.stripestack.blockdev.Quiesce;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.List;
@@ -43,7 +44,7 @@ final class ArrayParts {
      */
     ArrayParts(String name, int blockSize, IoStats stats, Md1Superblock template, MemberSet.Member[] roles,
                List<MemberSet.Member> spareMembers, List<MemberSet.Member> reshapeTargets, long resumeRecoveryRows,
-               WriteIntentBitmap loadedBitmap, Raid5Options options) throws IOException {
+               WriteIntentBitmap loadedBitmap, Raid5Options options, Quiesce quiesce) throws IOException {
         this.geo = StripeGeometry.of(template);
         this.ioHints = geo.ioHints();
         this.cache = new StripeCache(geo.members, geo.chunk, options.stripeCacheRows() > 0 ? options.stripeCacheRows()
@@ -89,7 +90,7 @@ final class ArrayParts {
                 stats.counter("held_writes"));
         this.reads = new ReadPath(name, geo, members, writes, io, xor, stats, options.checkParityOnReads());
         this.sync = new SyncEngine(name, geo, members, superblocks, writes, updater, io, xor, stats, template,
-                bitmap != null && bitmap == loadedBitmap);
+                bitmap != null && bitmap == loadedBitmap, quiesce);
         members.connect(superblocks, sync);
         superblocks.connect(sync);
         superblocks.startBitmapDaemon();

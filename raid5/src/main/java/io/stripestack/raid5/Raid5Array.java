@@ -5,6 +5,7 @@ import io.stripestack.blockdev.Geometry;
 import io.stripestack.blockdev.IoStats;
 import io.stripestack.blockdev.MediumErrorException;
 import io.stripestack.blockdev.MeteredBlockDevice;
+import io.stripestack.blockdev.Quiesce;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.List;
@@ -43,7 +44,12 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * <p>Any number of threads may call read, write, discard and flush (the BlockDevice contract); the
- * controls are thread-safe. Lifecycle (md's sync_action): {@link #addSpare} adds a hot spare, onto which
+ * controls are thread-safe. Every request and every sync step is entered in the array's {@link Quiesce}; whoever
+ * must change the array with nothing in flight suspends it: the consistency-policy switch (no row update may run
+ * with the old log, or without one, once the superblocks say ppl), the start of a reshape (every request that
+ * read no reshape has finished before the mover claims rows) and close (the members are flushed and marked clean
+ * with no request left). The policy lock ({@code policySwitch}) serializes these controls; a suspender never
+ * runs inside a request, and the sync workers stop before close suspends. Lifecycle (md's sync_action): {@link #addSpare} adds a hot spare, onto which
  * a failed (or missing) role is rebuilt online, resumed from its checkpoint after a restart;
  * {@code check} counts mismatching 4 KiB parity pages ({@link #mismatchCount()} in 512-byte sectors, 8
  * per page, as md), {@code repair} rewrites them, {@code resync} recomputes parity (started by itself
@@ -70,6 +76,8 @@ public final class Raid5Array extends MeteredBlockDevice {
     private final boolean cleanAtOpen;
     private final Raid5Options options;
     private final Object policySwitch = new Object();
+    /** Requests and sync steps in flight, and the controls that wait for none (see the class comment). */
+    private final Quiesce quiesce = new Quiesce();
     /**
      * The parts of the current geometry. Replaced only by a finished reshape, while {@link #reshape} is set and
      * its gate holds every request out; the volatile write that clears {@link #reshape} publishes it, so I/O
@@ -119,13 +127,13 @@ public final class Raid5Array extends MeteredBlockDevice {
                 throw e;
             }
             this.parts = new ArrayParts(name, blockSize, stats, resume.oldTemplate(), resume.oldRoles(), spareMembers,
-                    resume.targets(), 0, null, resume.oldOptions());
+                    resume.targets(), 0, null, resume.oldOptions(), quiesce);
             this.reshape = new Reshaper(this, parts, resume.oldTemplate(), resume.targets(), resume.positionSectors(),
                     resume.newOffsetSectors(), resume.newChunkSectors(), options);
             reshape.start();
         } else {
             this.parts = new ArrayParts(name, blockSize, stats, template, roles, spareMembers, List.of(),
-                    resumeRecoveryRows, loadedBitmap, options);
+                    resumeRecoveryRows, loadedBitmap, options, quiesce);
             parts.sync.start();
         }
     }
@@ -221,21 +229,34 @@ public final class Raid5Array extends MeteredBlockDevice {
         checkOpen();
     }
 
+    /** Each request runs entered in the array's quiesce, and reads {@link #reshape} only once entered. */
     @Override
     protected void readBlocks(long offset, ByteBuffer dst) throws IOException {
         int length = dst.remaining();
-        Reshaper r = reshape;
-        if (length > 0 && (r == null || !r.read(offset, dst, dst.position(), length))) {
-            parts.reads.read(offset, dst, dst.position(), length);
+        quiesce.enter();
+        try {
+            checkOpen();   // again: a close may have run while this request waited to enter
+            Reshaper r = reshape;
+            if (length > 0 && (r == null || !r.read(offset, dst, dst.position(), length))) {
+                parts.reads.read(offset, dst, dst.position(), length);
+            }
+        } finally {
+            quiesce.exit();
         }
         dst.position(dst.limit());
     }
 
     @Override
     protected void writeBlocks(long offset, ByteBuffer src) throws IOException {
-        Reshaper r = reshape;
-        if (r == null || !r.write(offset, src, src.position(), src.remaining())) {
-            parts.writes.write(offset, src, src.position(), src.remaining());
+        quiesce.enter();
+        try {
+            checkOpen();
+            Reshaper r = reshape;
+            if (r == null || !r.write(offset, src, src.position(), src.remaining())) {
+                parts.writes.write(offset, src, src.position(), src.remaining());
+            }
+        } finally {
+            quiesce.exit();
         }
         src.position(src.limit());
     }
@@ -258,33 +279,45 @@ public final class Raid5Array extends MeteredBlockDevice {
      */
     @Override
     protected void discardBlocks(long offset, long length) throws IOException {
-        Reshaper r = reshape;
-        while (r != null && length > 0) {
-            int piece = (int) Math.min(length, DISCARD_PIECE_BYTES);
-            if (!r.write(offset, null, 0, piece)) {
-                break;   // the reshape finished: the new parts take the rest
+        quiesce.enter();
+        try {
+            checkOpen();
+            Reshaper r = reshape;
+            while (r != null && length > 0) {
+                int piece = (int) Math.min(length, DISCARD_PIECE_BYTES);
+                if (!r.write(offset, null, 0, piece)) {
+                    break;   // the reshape finished: the new parts take the rest
+                }
+                offset += piece;
+                length -= piece;
             }
-            offset += piece;
-            length -= piece;
-        }
-        if (length > 0) {
-            parts.writes.discard(offset, length);
+            if (length > 0) {
+                parts.writes.discard(offset, length);
+            }
+        } finally {
+            quiesce.exit();
         }
     }
 
     /** Flushes every active member (data and parity); a member whose flush fails is marked faulty. */
     @Override
     protected void flushDevice() throws IOException {
-        checkOpen();
-        Reshaper r = reshape;
-        if (r == null || !r.flush()) {
-            parts.members.flush();
+        quiesce.enter();
+        try {
+            checkOpen();
+            Reshaper r = reshape;
+            if (r == null || !r.flush()) {
+                parts.members.flush();
+            }
+        } finally {
+            quiesce.exit();
         }
     }
 
     /**
      * Flushes, marks the array clean in the superblocks (if it is usable) and closes the members. Call it
      * after the last I/O has returned; I/O after close fails with {@link java.nio.channels.ClosedChannelException}.
+     * Requests still running when it is called are waited for (the array is suspended) before the flush.
      */
     @Override
     public void close() throws IOException {
@@ -303,9 +336,19 @@ public final class Raid5Array extends MeteredBlockDevice {
         if (p.members.closed) {
             return;
         }
-        p.members.closed = true;
-        p.sync.stop();
+        p.members.closed = true;   // new requests fail from here on; the sync does not restart
+        p.sync.stop();             // before the suspend: its steps would wait for the resume
         p.superblocks.stopBitmapDaemon();
+        quiesce.suspend();
+        try {
+            closeMembers(p);
+        } finally {
+            quiesce.resume();      // whoever waited to enter finds the array closed
+        }
+    }
+
+    /** With no request in flight: flushes, marks the array clean (if usable) and closes the members. */
+    private static void closeMembers(ArrayParts p) throws IOException {
         IOException first = null;
         try {
             if (!p.members.failed) {
@@ -427,7 +470,11 @@ public final class Raid5Array extends MeteredBlockDevice {
                 }
                 throw e;
             }
+            // Once no request is in flight, every later one reads the reshape and passes its gate: the mover
+            // needs to wait for no request it cannot count.
+            quiesce.suspend();
             reshape = r;
+            quiesce.resume();
             r.start();
         }
     }
@@ -460,7 +507,7 @@ public final class Raid5Array extends MeteredBlockDevice {
     /** Builds the parts of a finished reshape's geometry and makes them the array's; the reshape gate is closed. */
     void installParts(Md1Superblock template, MemberSet.Member[] roles, List<MemberSet.Member> spares,
                       Raid5Options newOptions) throws IOException {
-        parts = new ArrayParts(name, blockSize, stats, template, roles, spares, List.of(), 0, null, newOptions);
+        parts = new ArrayParts(name, blockSize, stats, template, roles, spares, List.of(), 0, null, newOptions, quiesce);
     }
 
     /** The reshape is over: the new parts serve every request, their sync starts, the listeners learn the size. */
@@ -585,10 +632,10 @@ public final class Raid5Array extends MeteredBlockDevice {
 
     /**
      * Switches between {@code ppl} and {@code resync} on the running array, as md's writable
-     * {@code consistency_policy} attribute does. To ppl: the log is placed and emptied on every member, row
-     * updates start logging, and once none that began unlogged is still running the superblocks say ppl
-     * (until then a crash means a resync, as before). To resync: the superblocks stop saying ppl first, then
-     * updates stop logging. The write-intent bitmap shares the log's space; switching to or from it needs a
+     * {@code consistency_policy} attribute does. To ppl: the log is placed and emptied on every member, the
+     * array is suspended (no row update in flight) while row updates start logging, the members are flushed,
+     * and then the superblocks say ppl (until then a crash means a resync, as before). To resync: the
+     * superblocks stop saying ppl first, then updates stop logging (suspended likewise). The write-intent bitmap shares the log's space; switching to or from it needs a
      * restart with the new {@code consistency_policy}.
      *
      * @throws IllegalArgumentException naming why the switch is refused; nothing changed then
@@ -628,7 +675,7 @@ public final class Raid5Array extends MeteredBlockDevice {
             }
             PartialParityLog log = new PartialParityLog(name, p.geo, p.members, placement, blockSize, stats);
             log.writeEmptyHeaders();
-            p.updater.switchLog(log);
+            switchLogSuspended(p, log);
             // the unlogged updates before the switch reach the disks before any superblock says ppl: a replay
             // after a power loss would not cover them (md writes its superblocks with a preflush)
             p.members.flush();
@@ -639,10 +686,20 @@ public final class Raid5Array extends MeteredBlockDevice {
             synchronized (p.members.lock) {
                 p.superblocks.switchPartialParityLogLocked(false, null);
             }
-            p.updater.switchLog(null);
+            switchLogSuspended(p, null);
         }
         p.consistencyPolicy = policy;
         LOG.info("{}: consistency policy {} (was {})", name, policy.mdName(), current.mdName());
+    }
+
+    /** Starts or stops logging with no row update in flight: each one runs wholly with or without the log. */
+    private void switchLogSuspended(ArrayParts p, PartialParityLog log) {
+        quiesce.suspend();
+        try {
+            p.updater.switchLog(log);
+        } finally {
+            quiesce.resume();
+        }
     }
 
     /** What recovery the array did at open before serving (the partial parity log's replay), or empty. */

@@ -31,7 +31,9 @@ import org.slf4j.LoggerFactory;
  * geometry and its size grows.
  *
  * <p>Concurrency: {@link #gate}'s monitor guards {@link #safe}, {@link #progress}, the in-flight counts,
- * {@link #epoch} and {@link #finished}; requests hold no lock while they run. The mover thread
+ * {@link #epoch} and {@link #finished}; requests hold no lock while they run. Every request passes the gate: the
+ * array publishes a reshape only while it is suspended ({@link io.stripestack.blockdev.Quiesce}), so none that
+ * read no reshape is still running when the mover starts. The mover thread
  * ({@code stripestack-<array>-reshape}) alone reads and writes the rows being moved and writes the
  * checkpoints (under the array's state lock, like every superblock write).
  */
@@ -435,7 +437,6 @@ final class Reshaper {
         ByteBuffer[] sources = new ByteBuffer[newGeo.dataDisks];
         int[] sourceIndex = new int[newGeo.dataDisks];
         long row = safe / newGeo.rowBytes;
-        awaitUntrackedRequests();
         long lastCheckpoint = System.nanoTime();
         Throttle throttle = new Throttle(row);
         while (row < newGeo.rows) {
@@ -487,22 +488,6 @@ final class Reshaper {
     private long batchEnd(long row, int batchRows) {
         long end = Math.min(Math.min(newGeo.rows, row + batchRows), rowsWritableAbove(safeBytes()));
         return end == newGeo.rows ? end : end - end % rowUnit;
-    }
-
-    /**
-     * Requests that read the array's reshape field before the reshape was published run on the old parts
-     * without passing the gate; waits until none is left (every I/O in flight is then one the gate counts, give
-     * or take those just entering or leaving it, which the next poll sees gone).
-     */
-    private void awaitUntrackedRequests() throws InterruptedException {
-        while (!stopRequested()) {
-            synchronized (gate) {
-                if (array.stats().inFlight() <= oldInFlight[0] + oldInFlight[1] + newInFlight) {
-                    return;
-                }
-            }
-            Thread.sleep(1);
-        }
     }
 
     private boolean stopRequested() {

@@ -5,7 +5,6 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.StampedLock;
 
@@ -40,11 +39,9 @@ final class RowUpdater {
     private final LongAdder stripeCacheHits;
     /**
      * The partial parity log, or null when the array's consistency policy is not ppl; switched at run time
-     * by {@link #switchLog}. Each update reads it once and keeps what it read.
+     * by {@link #switchLog} while the array is suspended (no update in progress). Each update reads it once.
      */
     private volatile PartialParityLog ppl;
-    /** Row updates in progress that read no log: a switch to ppl waits for them before the superblocks say ppl. */
-    private final AtomicInteger unloggedUpdates = new AtomicInteger();
     private final int blockSize;
 
     RowUpdater(StripeGeometry geo, MemberSet members, Superblocks superblocks, StripeCache cache, MemberIoExecutor io,
@@ -70,57 +67,20 @@ final class RowUpdater {
      * held exclusively only while members are written.
      */
     void process(StampedLock rowLock, RowWrite[] batch, int count, CallerContext ctx) throws IOException {
-        PartialParityLog log = currentLogOrCountUnlogged();
-        try {
-            processLogged(rowLock, batch, count, ctx, log);
-        } finally {
-            if (log == null) {
-                unloggedUpdates.decrementAndGet();
-            }
-        }
+        processLogged(rowLock, batch, count, ctx, ppl);
     }
 
     /**
-     * The log to use; when there is none, the update counts as unlogged until the caller uncounts it.
-     * Counted, then read again: a switch to ppl that finds no count has no unlogged update left.
-     */
-    private PartialParityLog currentLogOrCountUnlogged() {
-        PartialParityLog log = ppl;
-        if (log == null) {
-            unloggedUpdates.incrementAndGet();
-            log = ppl;
-            if (log != null) {
-                unloggedUpdates.decrementAndGet();
-            }
-        }
-        return log;
-    }
-
-    /**
-     * Starts or stops logging row updates. The log in use is retired first: it writes no unit after
-     * this, so a log started later owns the areas alone; an update that still holds it logs into the
-     * current one instead, or goes unlogged and counted. A new log is in use when this returns, and
-     * every update that began without a log has finished.
+     * Starts or stops logging row updates. The caller holds the array suspended ({@link
+     * io.stripestack.blockdev.Quiesce}): no row update is in progress, so none began with the old log
+     * or without one. The log in use is retired first: it writes no unit after this, so a log started
+     * later owns the areas alone. The new log is in use when this returns.
      */
     void switchLog(PartialParityLog log) {
         PartialParityLog previous = ppl;
         ppl = log;
         if (previous != null) {
             previous.retire();
-        }
-        if (log == null) {
-            return;
-        }
-        boolean interrupted = false;
-        while (unloggedUpdates.get() > 0) {
-            try {
-                Thread.sleep(1);
-            } catch (InterruptedException e) {
-                interrupted = true;
-            }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
         }
     }
 
@@ -698,7 +658,7 @@ final class RowUpdater {
         PartialParityLog logged = log;
         try {
             while (logged != null && !logged.log(entry)) {
-                logged = currentLogOrCountUnlogged();   // that log was switched off meanwhile
+                logged = ppl;   // that log was retired (not while the array runs: switches suspend it)
             }
         } catch (IOException | RuntimeException e) {
             writes.clear();
@@ -709,8 +669,6 @@ final class RowUpdater {
         } finally {
             if (logged != null) {
                 logged.done(entry);
-            } else {
-                unloggedUpdates.decrementAndGet();
             }
         }
     }

@@ -2,6 +2,7 @@ package io.stripestack.raid5;
 
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.IoStats;
+import io.stripestack.blockdev.Quiesce;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
@@ -56,6 +57,8 @@ final class SyncEngine {
     private final Xor xor;
     /** The state lock (see MemberSet). */
     private final Object lock;
+    /** The array's: every sync step is entered like a request, so a suspender (a policy switch) waits for it. */
+    private final Quiesce quiesce;
 
     private Thread syncThread;
     /** An operator's check/repair request, or null. */
@@ -85,8 +88,9 @@ final class SyncEngine {
      */
     SyncEngine(String name, StripeGeometry geo, MemberSet members, Superblocks superblocks, WriteScheduler writes,
                RowUpdater updater, MemberIoExecutor io, Xor xor, IoStats stats, Md1Superblock opened,
-               boolean bitmapLoaded) {
+               boolean bitmapLoaded, Quiesce quiesce) {
         this.name = name;
+        this.quiesce = quiesce;
         this.geo = geo;
         this.members = members;
         this.superblocks = superblocks;
@@ -589,6 +593,7 @@ final class SyncEngine {
             }
             pass.meter.throttle(pass);
             w.setSync(row, pass);
+            quiesce.enter();
             try {
                 writes.submit(w, ctx);
             } catch (IOException e) {
@@ -596,6 +601,7 @@ final class SyncEngine {
                 pass.error = e.getMessage();
             } finally {
                 w.pass = null;
+                quiesce.exit();
             }
             pass.processed.incrementAndGet();
             if (pass.op == RowOp.RECOVER && pass.error == null && members.rebuildingOnto(pass.recoverDevice)) {

@@ -2,7 +2,8 @@ package io.stripestack.targetserver.scsi;
 
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.Geometry;
-import java.util.concurrent.atomic.LongAdder;
+import io.stripestack.blockdev.Quiesce;
+import java.util.concurrent.TimeUnit;
 
 /**
  * One SCSI logical unit (SBC-3 direct-access block device) over a {@link BlockDevice}: the entry point that
@@ -17,8 +18,9 @@ import java.util.concurrent.atomic.LongAdder;
  *       volatile, grown under this object's monitor by {@link #capacityChanged} (the thread that learns the array
  *       grew), read once by each command that checks a range.</li>
  *   <li>The read-only flag: volatile, set by the administration thread, read once by each command that checks it.</li>
- *   <li>Removal at run time: a volatile detached flag and a LongAdder of the commands inside {@link #execute}; the
- *       administration sets the flag, then waits for the count to reach zero before the device is closed.</li>
+ *   <li>Removal at run time: the commands inside {@link #execute} are entered in a {@link Quiesce}; the
+ *       administration suspends it for good (commands that come later are refused) and waits until none is
+ *       inside before the device is closed.</li>
  *   <li>Mode pages: {@link ModePages} (volatile WCE and SWP, MODE SELECT serialized on its monitor).</li>
  *   <li>Unit attentions: {@link UnitAttentions} (per-nexus queues with their own monitors).</li>
  *   <li>Reservations: {@link Reservations} (all state under its monitor, checked once per command).</li>
@@ -61,10 +63,11 @@ public final class LogicalUnit {
     private final boolean deviceDiscards;
     private final CopyTargets copyTargets;
 
-    /** Commands inside {@link #execute}; the administration waits for none before it closes a removed unit. */
-    private final LongAdder running = new LongAdder();
-    /** Set once when the unit leaves its target at run time; a command that found it just before is turned away. */
-    private volatile boolean detached;
+    /**
+     * Commands inside {@link #execute}; suspended once, for good, when the unit leaves its target at run time (a
+     * command that found the unit just before is turned away), and the administration waits for none inside.
+     */
+    private final Quiesce commands = new Quiesce();
 
     private final ModePages modePages = new ModePages();
     private final UnitAttentions unitAttentions = new UnitAttentions();
@@ -236,19 +239,16 @@ public final class LogicalUnit {
     /**
      * Runs {@code cmd} against this logical unit through {@link CommandTable}: a pending unit attention ends
      * it first, then a reservation conflict; a command the table lacks is refused after both. SCSI errors
-     * leave as {@link SenseException}. Counted while it runs (a LongAdder: no allocation, little contention).
+     * leave as {@link SenseException}. Entered in {@link #commands} while it runs (no allocation, no lock).
      */
     void execute(ScsiCommand cmd) {
-        running.increment();
+        if (!commands.tryEnter()) {
+            throw SenseException.logicalUnitNotSupported();   // the unit was detached
+        }
         try {
-            // After the increment: detach() writes the flag before it reads the count, so either this command
-            // sees the flag or the administration sees the command.
-            if (detached) {
-                throw SenseException.logicalUnitNotSupported();
-            }
             dispatch(cmd);
         } finally {
-            running.decrement();
+            commands.exit();
         }
     }
 
@@ -257,15 +257,7 @@ public final class LogicalUnit {
      * returns once no command is inside the unit any more, or false after {@code timeoutMillis}.
      */
     public boolean detachAndAwaitIdle(long timeoutMillis) throws InterruptedException {
-        detached = true;
-        long until = System.nanoTime() + timeoutMillis * 1_000_000L;
-        while (running.sum() != 0) {
-            if (System.nanoTime() > until) {
-                return false;
-            }
-            Thread.sleep(1);
-        }
-        return true;
+        return commands.suspend(timeoutMillis, TimeUnit.MILLISECONDS);
     }
 
     private void dispatch(ScsiCommand cmd) {
