@@ -305,7 +305,12 @@ final class Superblocks {
         bitmap.endWrite(row);
     }
 
-    /** {@link WriteIntentBitmap.Members}: runs under the bitmap's monitor, so it takes no array lock. */
+    /**
+     * {@link WriteIntentBitmap.Members}: runs under the bitmap's monitor, so it takes no array lock. Each member's
+     * copy is one durable write (a disk's FUA; O_DSYNC on a file), not a write and a flush: a bit set must be on
+     * the member before the row's writes, which needs no earlier write made durable (md writes the bitmap page
+     * with FUA), and a cleared bit follows the daemon's flush of every member.
+     */
     private long writeBitmapToMembers(ByteBuffer block) {
         long offset = WriteIntentBitmap.memberOffset(template.superOffsetSectors);
         long failedRoles = 0;
@@ -314,8 +319,7 @@ final class Superblocks {
                 continue;
             }
             try {
-                m.device.write(offset, block.duplicate());
-                m.device.flush();
+                m.device.writeDurable(offset, block.duplicate());
             } catch (IOException e) {
                 LOG.error("{}: writing the write-intent bitmap of member {} ({}) failed: {}", name, m.role,
                         m.displayName, e.getMessage());
@@ -326,8 +330,7 @@ final class Superblocks {
         // read); a spare's failure shows when its superblock is written next.
         for (MemberSet.Member spare : members.spares) {
             try {
-                spare.device.write(offset, block.duplicate());
-                spare.device.flush();
+                spare.device.writeDurable(offset, block.duplicate());
             } catch (IOException e) {
                 LOG.warn("{}: writing the write-intent bitmap of spare {} failed: {}", name, spare.displayName,
                         e.getMessage());

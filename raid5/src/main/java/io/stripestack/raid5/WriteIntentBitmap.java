@@ -12,8 +12,8 @@ import java.nio.ByteOrder;
  * (superblock field bitmap_offset, feature_map bit 0), in the gap before the data offset, on every
  * member.
  *
- * <p>Protocol: before a row is written, its region's bit is set on every member and flushed
- * ({@link #startWrite}); a bit is cleared lazily, by {@link #clearIdle} every daemon_sleep seconds,
+ * <p>Protocol: before a row is written, its region's bit is set on every member with one durable write
+ * ({@link #startWrite}, only when the region is clean on disk); a bit is cleared lazily, by {@link #clearIdle} every daemon_sleep seconds,
  * once its region has had no write in flight or completed for a whole period and the members have
  * been flushed. After an unclean stop only regions whose bit is set can have parity that disagrees
  * with data, so the resync visits those only.
