@@ -159,22 +159,38 @@ class BenchCommandTest {
     @Test
     void writePathStudyCountsPreReadsOnlyForPartialWrites() throws Exception {
         runStudy("writes");
-        List<String[]> rows = csvRows("writes", "pattern,request,queue_depth,mbps,mbps_min,mbps_max,cpu_pct,cpu_pct_min,"
-                + "cpu_pct_max,cpu_ms_per_gib,cpu_ms_per_gib_min,cpu_ms_per_gib_max,full_stripe_per_gib,"
+        List<String[]> rows = csvRows("writes", "pattern,array,request,queue_depth,mbps,mbps_min,mbps_max,cpu_pct,"
+                + "cpu_pct_min,cpu_pct_max,cpu_ms_per_gib,cpu_ms_per_gib_min,cpu_ms_per_gib_max,full_stripe_per_gib,"
                 + "full_stripe_per_gib_min,full_stripe_per_gib_max,rmw_per_gib,rmw_per_gib_min,rmw_per_gib_max,"
                 + "reconstruct_per_gib,reconstruct_per_gib_min,reconstruct_per_gib_max,prereads_per_gib,prereads_per_gib_min,"
-                + "prereads_per_gib_max,preread_mib_per_gib,preread_mib_per_gib_min,preread_mib_per_gib_max,mbps_vs_aligned");
-        assertEquals(7, rows.size());
+                + "prereads_per_gib_max,preread_mib_per_gib,preread_mib_per_gib_min,preread_mib_per_gib_max,mbps_vs_aligned,"
+                + "mbps_vs_resync,mbps_vs_raid0");
+        assertEquals(7 + 7 * 4, rows.size(), "7 request patterns, and 7 stream patterns on 3 policies and RAID-0");
         for (String[] row : rows) {
-            assertPositive(row, 2, 3, 27);
+            assertPositive(row, 3, 4);
         }
-        String[] aligned = find(rows, "full stripe aligned", "192KiB");
-        assertTrue(Double.parseDouble(aligned[12]) > 0, "aligned stripe writes counted no full-stripe writes");
-        assertEquals(0.0, Double.parseDouble(aligned[15]) + Double.parseDouble(aligned[18]), "aligned writes counted partial rows");
-        assertEquals(0.0, Double.parseDouble(aligned[21]), "aligned stripe writes pre-read members");
-        String[] small = find(rows, "4KiB random", "4KiB");
-        assertTrue(Double.parseDouble(small[15]) + Double.parseDouble(small[18]) > 0, "4 KiB writes counted no partial rows");
-        assertEquals(7, bars("writes"));
+        for (String[] row : rows.subList(0, 7)) {
+            assertPositive(row, 28);
+        }
+        String[] aligned = findRequest(rows, "full stripe aligned", "192KiB");
+        assertTrue(Double.parseDouble(aligned[13]) > 0, "aligned stripe writes counted no full-stripe writes");
+        assertEquals(0.0, Double.parseDouble(aligned[16]) + Double.parseDouble(aligned[19]), "aligned writes counted partial rows");
+        assertEquals(0.0, Double.parseDouble(aligned[22]), "aligned stripe writes pre-read members");
+        String[] small = findRequest(rows, "4KiB random", "4KiB");
+        assertTrue(Double.parseDouble(small[16]) + Double.parseDouble(small[19]) > 0, "4 KiB writes counted no partial rows");
+        for (String policy : List.of("resync", "bitmap", "ppl")) {
+            String[] stripes = rows.stream().filter(r -> r[0].startsWith("full stripe aligned x") && r[1].endsWith(policy))
+                    .findFirst().orElseThrow(() -> new AssertionError("no full-stripe stream row for " + policy));
+            assertTrue(Double.parseDouble(stripes[13]) > 0, policy + ": aligned stripes counted no full-stripe writes");
+            assertEquals(0.0, Double.parseDouble(stripes[22]), policy + ": aligned stripes pre-read members");
+            assertPositive(stripes, 29, 30);
+        }
+        assertEquals(7 + 7 * 4, bars("writes"));
+    }
+
+    private static String[] findRequest(List<String[]> rows, String pattern, String request) {
+        return rows.stream().filter(r -> r[0].equals(pattern) && r[2].equals(request)).findFirst()
+                .orElseThrow(() -> new AssertionError("no row " + pattern + " " + request));
     }
 
     /** The log's cost: only the ppl arrays write log units, and full-row writes log no partial parity. */
