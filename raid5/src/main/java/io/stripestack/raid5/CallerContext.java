@@ -42,10 +42,7 @@ final class CallerContext {
     volatile long writeRow = -1;
     /** End of this thread's last write; read by WriteScheduler.worthHolding to recognise sequential streams. */
     volatile long lastEnd = -1;
-    /**
-     * This thread is parked waiting for rows other owners process, or holding a partial row: a holder does not
-     * wait for it (WriteScheduler.worthHolding).
-     */
+    /** This thread is parked waiting for rows other owners process: a holder does not wait for its next piece. */
     volatile boolean parked;
     /** Set when this thread, holding a partial row, was interrupted; re-asserted after its member I/O. */
     boolean interruptedWhileHolding;

@@ -35,8 +35,8 @@ import org.slf4j.LoggerFactory;
  *       or will bring that write: no timer (md's delayed stripes, released once the array has nothing else
  *       to do). It waits on {@link #holdSignal}'s monitor, without its slot's: arrivals on its slot, a
  *       row update ending, a caller parking or ending its write wake it. An owner waits for no
- *       other slot, and a hold waits only for callers that are neither parked nor holding (a holder counts
- *       as parked), so no cycle of waits forms. The slot's queue and owner
+ *       other slot, and a hold waits only for a caller that is neither parked nor holding a row it reached
+ *       later than this one (see worthHolding), so no cycle of waits forms. The slot's queue and owner
  *       flag are guarded by the slot's monitor (a queued write's done and lead flags are volatile, read by
  *       its parked caller); the row's cache entry and the owner's per-thread buffers are used only by the
  *       owner.</li>
@@ -362,17 +362,6 @@ final class WriteScheduler {
     private int hold(Slot slot, CallerContext ctx, int count) {
         long row = ctx.batch[0].row;
         long since = updates.get() >>> 32;
-        // A holder counts as parked: holders must not keep each other waiting.
-        ctx.parked = true;
-        wakeHolders();
-        try {
-            return holdParked(slot, ctx, count, row, since);
-        } finally {
-            ctx.parked = false;
-        }
-    }
-
-    private int holdParked(Slot slot, CallerContext ctx, int count, long row, long since) {
         while (true) {
             synchronized (slot) {
                 count = addToBatch(slot, ctx, count);
@@ -449,16 +438,16 @@ final class WriteScheduler {
      *   <li>the owner's own request continues a sequential stream (it starts where another write, in
      *       progress or the last one of some caller, ends), another caller's write of the stream is in
      *       progress (it ends at most a row before this request starts), and some row update is being
-     *       processed or some other caller is inside a write and not parked (queuing, processing, or just
-     *       woken by a completion): the stream's next requests are issued as earlier ones complete. Such a hold also
+     *       processed: the stream's next requests are issued as earlier ones complete. Such a hold also
      *       ends once {@value #HOLD_BYPASS_UPDATES} row updates finished since {@code since} (a count of
      *       finished updates), so steady work elsewhere does not starve it.</li>
      * </ul>
      * With idle members and no caller on its way the answer is no, at once: a lone writer (queue depth one)
      * is never held, nor a sequential writer whose only company is unrelated writes elsewhere on the array,
      * nor one whose stream neighbours are all parked (they wait for rows this thread or a holder owns). A
-     * holder waits for no caller that is parked or holding, so holders never wait for each other. Reads
-     * other threads' fields without their locks: a stale answer only costs a hold or a pre-read.
+     * holder waits for no caller that is parked, and every caller it waits for has queued only rows below
+     * this one, so holders never wait for each other in a cycle. Reads other threads' fields without their
+     * locks: a stale answer only costs a hold or a pre-read.
      */
     private boolean worthHolding(long row, CallerContext self, long since) {
         long rowStart = row * geo.rowBytes;
@@ -466,7 +455,6 @@ final class WriteScheduler {
         long start = self.writeStart;
         boolean sequential = self.lastEnd == start;
         boolean streamInProgress = false;
-        boolean othersRunning = false;
         int tracked = writersInUse.get();
         for (int i = 0; i < tracked; i++) {
             WeakReference<CallerContext> ref = writers.get(i);
@@ -480,13 +468,11 @@ final class WriteScheduler {
                     return true;
                 }
                 streamInProgress |= end <= start && end >= start - geo.rowBytes;
-                othersRunning |= !c.parked;
             }
             sequential |= end == start || c.lastEnd == start;
         }
         long now = updates.get();
-        return sequential && streamInProgress && ((int) now > 0 || othersRunning)
-                && (now >>> 32) - since <= HOLD_BYPASS_UPDATES;
+        return sequential && streamInProgress && (int) now > 0 && (now >>> 32) - since <= HOLD_BYPASS_UPDATES;
     }
 
     /**
