@@ -91,6 +91,7 @@ public final class IoStats {
     public long writeNanos() { return writeNanos.sum(); }
     public long flushOps() { return flushOps.sum(); }
     public long discardOps() { return discardOps.sum(); }
+    public long discardBytes() { return discardBytes.sum(); }
     public long errors() { return errors.sum(); }
     public long inFlight() { return inFlight.get(); }
 

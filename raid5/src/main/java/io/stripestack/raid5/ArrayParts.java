@@ -81,7 +81,8 @@ final class ArrayParts {
             policy = ConsistencyPolicy.RESYNC;   // no room for a bitmap before the data
         }
         this.consistencyPolicy = policy;
-        this.superblocks = new Superblocks(name, geo, template, bitmap, ppl != null, members);
+        this.superblocks = new Superblocks(name, geo, template, bitmap, ppl != null, members,
+                stats.counter("bitmap_writes"));
         int threads = options.ioThreads() > 0 ? options.ioThreads() : MemberIoExecutor.defaultThreads(geo.members);
         this.io = new MemberIoExecutor(name, threads);
         Xor xor = Xor.best();

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -34,6 +35,8 @@ final class Superblocks {
     /** The write-intent bitmap, or null when the members have no room for one (see WriteIntentBitmap). */
     private final WriteIntentBitmap bitmap;
     private final WriteIntentBitmap.Members bitmapWriter = this::writeBitmapToMembers;
+    /** The bitmap images written to the members (the layer counter {@code bitmap_writes}). */
+    private final LongAdder bitmapWrites;
     private final MemberSet members;
     /**
      * Whether the members keep a partial parity log (at the template's ppl offset and size) instead of a
@@ -46,7 +49,7 @@ final class Superblocks {
     private long recoveryCheckpointRows;
 
     Superblocks(String name, StripeGeometry geo, Md1Superblock template, WriteIntentBitmap bitmap,
-                boolean partialParityLog, MemberSet members) {
+                boolean partialParityLog, MemberSet members, LongAdder bitmapWrites) {
         if (bitmap != null && partialParityLog) {
             throw new IllegalArgumentException(name + ": an array keeps a write-intent bitmap or a partial parity log, "
                     + "not both (md stores them in the same place)");
@@ -57,6 +60,7 @@ final class Superblocks {
         this.template = template;
         this.bitmap = bitmap;
         this.members = members;
+        this.bitmapWrites = bitmapWrites;
         this.recoveryCheckpointRows = members.recoveredRows;
     }
 
@@ -312,6 +316,7 @@ final class Superblocks {
      * with FUA), and a cleared bit follows the daemon's flush of every member.
      */
     private long writeBitmapToMembers(ByteBuffer block) {
+        bitmapWrites.increment();
         long offset = WriteIntentBitmap.memberOffset(template.superOffsetSectors);
         long failedRoles = 0;
         for (MemberSet.Member m : members.roles) {

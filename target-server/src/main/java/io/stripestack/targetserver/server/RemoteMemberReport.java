@@ -7,6 +7,7 @@ import io.stripestack.targetserver.control.ControlRegistry;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.ToLongFunction;
 
 /**
  * What {@code stripestack status}, /metrics and {@code ctl get ARRAY/remote/N} show of the arrays' members on
@@ -51,37 +52,69 @@ final class RemoteMemberReport {
                 s.meanLatencyMicros(), s.retries(), s.reconnects());
     }
 
+    /**
+     * The remote members' families, labelled by array and member only: the connection state is one gauge per
+     * state ({@code stripestack_remote_member_state{state=...}}), so a member's series keep their identity
+     * when it disconnects and returns.
+     */
     String prometheus() {
         if (byArray.values().stream().allMatch(List::isEmpty)) {
             return "";
         }
-        StringBuilder out = new StringBuilder();
-        out.append("# TYPE stripestack_remote_member_connected gauge\n");
-        each(out, "stripestack_remote_member_connected", s -> s.state() == RemoteMemberStatus.State.CONNECTED ? 1 : 0);
-        out.append("# TYPE stripestack_remote_member_sessions_up gauge\n");
-        each(out, "stripestack_remote_member_sessions_up", RemoteMemberStatus::connectionsUp);
-        out.append("# TYPE stripestack_remote_member_queue_depth gauge\n");
-        each(out, "stripestack_remote_member_queue_depth", RemoteMemberStatus::queueDepth);
-        out.append("# TYPE stripestack_remote_member_in_flight gauge\n");
-        each(out, "stripestack_remote_member_in_flight", RemoteMemberStatus::inFlight);
-        out.append("# TYPE stripestack_remote_member_latency_microseconds gauge\n");
-        each(out, "stripestack_remote_member_latency_microseconds", RemoteMemberStatus::meanLatencyMicros);
-        out.append("# TYPE stripestack_remote_member_commands_total counter\n");
-        each(out, "stripestack_remote_member_commands_total", RemoteMemberStatus::commands);
-        out.append("# TYPE stripestack_remote_member_retries_total counter\n");
-        each(out, "stripestack_remote_member_retries_total", RemoteMemberStatus::retries);
-        out.append("# TYPE stripestack_remote_member_reconnects_total counter\n");
-        each(out, "stripestack_remote_member_reconnects_total", RemoteMemberStatus::reconnects);
-        return out.toString();
-    }
-
-    private void each(StringBuilder out, String metric, java.util.function.ToLongFunction<RemoteMemberStatus> value) {
+        PrometheusText text = new PrometheusText();
+        text.family("stripestack_remote_member_state", PrometheusText.GAUGE,
+                "1 for the remote member's connection state: connected (every session up), reconnecting (within "
+                        + "the retry window), failed (the window passed).");
         for (Map.Entry<String, List<RemoteBlockDevice>> e : byArray.entrySet()) {
             for (RemoteBlockDevice d : e.getValue()) {
                 RemoteMemberStatus s = d.status();
-                out.append(metric).append("{array=\"").append(e.getKey()).append("\",member=\"").append(s.name())
-                        .append("\",state=\"").append(s.state().name().toLowerCase(Locale.ROOT)).append("\"} ")
-                        .append(value.applyAsLong(s)).append('\n');
+                for (RemoteMemberStatus.State state : RemoteMemberStatus.State.values()) {
+                    text.sample("stripestack_remote_member_state", s.state() == state ? 1 : 0, "array", e.getKey(),
+                            "member", s.name(), "state", state.name().toLowerCase(Locale.ROOT));
+                }
+            }
+        }
+        gauge(text, "stripestack_remote_member_sessions_up", "Sessions to the remote target connected now.",
+                RemoteMemberStatus::connectionsUp);
+        gauge(text, "stripestack_remote_member_sessions", "Sessions configured to the remote target.",
+                RemoteMemberStatus::connections);
+        gauge(text, "stripestack_remote_member_queue_depth", "Commands each session may have outstanding.",
+                RemoteMemberStatus::queueDepth);
+        gauge(text, "stripestack_remote_member_commands_in_flight", "Commands outstanding now, all sessions together.",
+                RemoteMemberStatus::inFlight);
+        text.family("stripestack_remote_member_mean_latency_seconds", PrometheusText.GAUGE,
+                "Mean time from issue to status of the commands completed since open.");
+        for (Map.Entry<String, List<RemoteBlockDevice>> e : byArray.entrySet()) {
+            for (RemoteBlockDevice d : e.getValue()) {
+                RemoteMemberStatus s = d.status();
+                text.sample("stripestack_remote_member_mean_latency_seconds", s.meanLatencyMicros() / 1e6,
+                        "array", e.getKey(), "member", s.name());
+            }
+        }
+        counter(text, "stripestack_remote_member_commands_total", "Commands completed since open.",
+                RemoteMemberStatus::commands);
+        counter(text, "stripestack_remote_member_retries_total", "Commands issued again after a lost connection.",
+                RemoteMemberStatus::retries);
+        counter(text, "stripestack_remote_member_reconnects_total", "Logins after a lost connection.",
+                RemoteMemberStatus::reconnects);
+        return text.toString();
+    }
+
+    private void gauge(PrometheusText text, String family, String help, ToLongFunction<RemoteMemberStatus> value) {
+        text.family(family, PrometheusText.GAUGE, help);
+        samples(text, family, value);
+    }
+
+    private void counter(PrometheusText text, String family, String help, ToLongFunction<RemoteMemberStatus> value) {
+        text.family(family, PrometheusText.COUNTER, help);
+        samples(text, family, value);
+    }
+
+    private void samples(PrometheusText text, String family, ToLongFunction<RemoteMemberStatus> value) {
+        for (Map.Entry<String, List<RemoteBlockDevice>> e : byArray.entrySet()) {
+            for (RemoteBlockDevice d : e.getValue()) {
+                RemoteMemberStatus s = d.status();
+                text.sample(family, value.applyAsLong(s), "array", e.getKey(), "member", s.name());
             }
         }
     }

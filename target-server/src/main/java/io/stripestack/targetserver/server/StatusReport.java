@@ -3,7 +3,6 @@ package io.stripestack.targetserver.server;
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.IoStats;
 import io.stripestack.raid5.Raid5Array;
-import io.stripestack.raid5.SyncProgress;
 import io.stripestack.targetserver.iscsi.BufferStats;
 import io.stripestack.targetserver.iscsi.DataInStats;
 import io.stripestack.targetserver.iscsi.WriteBufferStats;
@@ -17,26 +16,33 @@ import java.util.function.Supplier;
  * The text of {@code stripestack status}: the arrays like /proc/mdstat, then one iostat-like line per
  * layer of every LUN, with rates since the previous report, and the layer
  * counters that explain RAID-5 and crypto behaviour (full-stripe writes, read-modify-writes, member
- * pre-reads, readahead hits...), and the iSCSI write buffer budget's use. Also the Prometheus text
- * exposition of the same counters.
+ * pre-reads, readahead hits...), the iSCSI sessions of every target and the iSCSI buffer budgets' use. The
+ * Prometheus text of the same quantities is {@link MetricsReport}'s.
  *
- * <p>Concurrency: {@link #render} and {@link #prometheus} may run on several admin threads at once; the
- * previous-sample table is guarded by this object's monitor.
+ * <p>Concurrency: {@link #render} may run on several admin threads at once; the previous-sample table is
+ * guarded by this object's monitor.
  */
 final class StatusReport {
     private final Map<String, Raid5Array> arrays;
     private final List<LunStack> luns;
     /** The iSCSI server's write buffer budget; null when the report has no iSCSI server to show. */
     private final Supplier<BufferStats> buffers;
+    /** The I_T nexuses logged in to each target, by IQN; null when the report has no iSCSI server to show. */
+    private final Supplier<Map<String, List<String>>> sessions;
     /** The counters each layer had at the previous report, by target/lunN + layer. */
     private final Map<String, long[]> previous = new HashMap<>();
     private long previousNanos = System.nanoTime();
 
-    /** @param buffers the iSCSI server's buffer budgets, or null for a report without them */
-    StatusReport(Map<String, Raid5Array> arrays, List<LunStack> luns, Supplier<BufferStats> buffers) {
+    /**
+     * @param buffers  the iSCSI server's buffer budgets, or null for a report without them
+     * @param sessions the sessions of each target (by IQN), or null for a report without them
+     */
+    StatusReport(Map<String, Raid5Array> arrays, List<LunStack> luns, Supplier<BufferStats> buffers,
+            Supplier<Map<String, List<String>>> sessions) {
         this.arrays = arrays;
         this.luns = luns;
         this.buffers = buffers;
+        this.sessions = sessions;
     }
 
     synchronized String render() {
@@ -65,6 +71,16 @@ final class StatusReport {
             }
         }
         out.append('\n');
+        if (sessions != null) {
+            for (Map.Entry<String, List<String>> target : sessions.get().entrySet()) {
+                int n = target.getValue().size();
+                out.append(target.getKey()).append(": ").append(n).append(n == 1 ? " session" : " sessions")
+                        .append(n == 0 ? "\n" : ":\n");
+                for (String nexus : target.getValue()) {
+                    out.append("  ").append(nexus).append('\n');
+                }
+            }
+        }
         if (buffers != null) {
             BufferStats b = buffers.get();
             WriteBufferStats w = b.writes();
@@ -128,74 +144,5 @@ final class StatusReport {
 
     private static String truncate(String s, int width) {
         return s.length() <= width ? s : "..." + s.substring(s.length() - width + 3);
-    }
-
-    /** Every counter of every layer in Prometheus' text format. */
-    String prometheus() {
-        StringBuilder out = new StringBuilder();
-        out.append("# TYPE stripestack_device_counter counter\n");
-        for (LunStack lun : luns) {
-            for (BlockDevice layer : lun.layers()) {
-                exposition(out, lun.controlPath(), layerKind(layer, lun).split(" ")[0], layer.stats());
-            }
-        }
-        for (Map.Entry<String, Raid5Array> e : arrays.entrySet()) {
-            out.append("stripestack_array_degraded{array=\"").append(e.getKey()).append("\"} ")
-                    .append(e.getValue().status().health().ordinal()).append('\n');
-        }
-        out.append("# TYPE stripestack_array_shape gauge\n");
-        for (Map.Entry<String, Raid5Array> e : arrays.entrySet()) {
-            Raid5Array array = e.getValue();
-            String label = "{array=\"" + e.getKey() + "\",";
-            out.append("stripestack_array_shape").append(label).append("what=\"raid_disks\"} ")
-                    .append(array.raidDevices()).append('\n');
-            out.append("stripestack_array_shape").append(label).append("what=\"chunk_bytes\"} ")
-                    .append(array.chunkBytes()).append('\n');
-            out.append("stripestack_array_shape").append(label).append("what=\"size_bytes\"} ")
-                    .append(array.size()).append('\n');
-        }
-        // md's sync_completed and sync_speed: the running action (resync, recover, check, repair, reshape) and how far
-        out.append("# TYPE stripestack_array_sync gauge\n");
-        for (Map.Entry<String, Raid5Array> e : arrays.entrySet()) {
-            SyncProgress p = e.getValue().syncProgress();
-            if (!p.running()) {
-                continue;
-            }
-            String label = "{array=\"" + e.getKey() + "\",action=\"" + p.action() + "\",";
-            out.append("stripestack_array_sync").append(label).append("what=\"completed_sectors\"} ")
-                    .append(p.doneSectors()).append('\n');
-            out.append("stripestack_array_sync").append(label).append("what=\"total_sectors\"} ")
-                    .append(p.totalSectors()).append('\n');
-            out.append("stripestack_array_sync").append(label).append("what=\"speed_kib_per_second\"} ")
-                    .append(p.speedKiBps()).append('\n');
-        }
-        if (buffers != null) {
-            WriteBufferStats w = buffers.get().writes();
-            out.append("# TYPE stripestack_write_buffer_bytes gauge\n");
-            out.append("stripestack_write_buffer_bytes{kind=\"budget\"} ").append(w.budgetBytes()).append('\n');
-            out.append("stripestack_write_buffer_bytes{kind=\"in_use\"} ").append(w.bytesInUse()).append('\n');
-            out.append("stripestack_write_buffer_bytes{kind=\"peak\"} ").append(w.peakBytesInUse()).append('\n');
-            out.append("# TYPE stripestack_write_buffer_commands_waiting gauge\n");
-            out.append("stripestack_write_buffer_commands_waiting ").append(w.commandsWaiting()).append('\n');
-            out.append("# TYPE stripestack_write_buffer_commands_total counter\n");
-            out.append("stripestack_write_buffer_commands_total{outcome=\"waited\"} ").append(w.commandsWaited()).append('\n');
-            out.append("stripestack_write_buffer_commands_total{outcome=\"refused\"} ").append(w.commandsRefused()).append('\n');
-            DataInStats r = buffers.get().reads();
-            out.append("# TYPE stripestack_data_in_bytes gauge\n");
-            out.append("stripestack_data_in_bytes{kind=\"budget\"} ").append(r.budgetBytes()).append('\n');
-            out.append("stripestack_data_in_bytes{kind=\"per_session\"} ").append(r.perSessionBytes()).append('\n');
-            out.append("stripestack_data_in_bytes{kind=\"held\"} ").append(r.bytesHeld()).append('\n');
-            out.append("stripestack_data_in_bytes{kind=\"peak\"} ").append(r.peakBytesHeld()).append('\n');
-            out.append("# TYPE stripestack_data_in_reads_waited_total counter\n");
-            out.append("stripestack_data_in_reads_waited_total ").append(r.readsWaited()).append('\n');
-        }
-        return out.toString();
-    }
-
-    private static void exposition(StringBuilder out, String owner, String layer, IoStats stats) {
-        for (Map.Entry<String, Long> c : stats.snapshot().entrySet()) {
-            out.append("stripestack_device_counter{owner=\"").append(owner).append("\",layer=\"").append(layer)
-                    .append("\",counter=\"").append(c.getKey()).append("\"} ").append(c.getValue()).append('\n');
-        }
     }
 }

@@ -145,10 +145,11 @@ public final class StripestackServer implements Closeable {
             log.info("target {}: e.g. iscsi-ls -s iscsi://{}/  or  iscsiadm -m discovery -t st -p {}", tc.iqn(),
                     portalText(iscsi.boundAddresses().get(0)), portalText(iscsi.boundAddresses().get(0)));
         }
-        StatusReport status = new StatusReport(arrays, luns, iscsi::bufferStats);
+        StatusReport status = new StatusReport(arrays, luns, iscsi::bufferStats, liveTargets::sessions);
+        MetricsReport metricsReport = new MetricsReport(arrays, luns, iscsi::bufferStats, liveTargets::sessions);
         RemoteMemberReport remoteReport = new RemoteMemberReport(remoteMembers);
         registry.setStatusReport(() -> status.render() + remoteReport.render());
-        registry.setMetricsReport(() -> status.prometheus() + remoteReport.prometheus());
+        registry.setMetricsReport(() -> metricsReport.render() + remoteReport.prometheus());
         admin = new AdminServer(config.server().adminSocket(), registry);
         Portal metricsPortal = config.server().metrics();
         if (metricsPortal != null) {

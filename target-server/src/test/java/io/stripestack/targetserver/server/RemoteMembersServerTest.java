@@ -16,6 +16,8 @@ import io.stripestack.targetserver.config.StripestackConfig;
 import io.stripestack.targetserver.control.AdminServer;
 import io.stripestack.targetserver.testing.CommandTap;
 import io.stripestack.targetserver.testing.ExternalTools;
+import io.stripestack.targetserver.testing.Dashboard;
+import io.stripestack.targetserver.testing.Promtool;
 import io.stripestack.targetserver.testing.MemberImages;
 import io.stripestack.targetserver.testing.Tgtd;
 import java.io.IOException;
@@ -30,6 +32,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -157,14 +160,21 @@ class RemoteMembersServerTest {
             assertTrue(AdminServer.request(socket, "get md0/remote/3").startsWith(targets.get(3).url(1) + ": connected"));
             String metrics = new String(java.net.URI.create("http://127.0.0.1:" + server.metricsPort() + "/metrics")
                     .toURL().openStream().readAllBytes());
-            assertTrue(metrics.contains("stripestack_remote_member_connected{array=\"md0\",member=\""
+            Promtool.check(metrics);
+            Set<String> unknown = new TreeSet<>(Dashboard.families());
+            unknown.removeIf(f -> !f.startsWith("stripestack_remote_member_"));
+            unknown.removeAll(Dashboard.declared(metrics));
+            assertTrue(unknown.isEmpty(), Dashboard.FILE + " reads remote member families /metrics lacks: " + unknown);
+            assertTrue(metrics.contains("stripestack_remote_member_state{array=\"md0\",member=\""
                     + targets.get(2).url(1) + "\",state=\"connected\"} 1"), metrics);
+            assertTrue(metrics.contains("stripestack_remote_member_state{array=\"md0\",member=\""
+                    + targets.get(2).url(1) + "\",state=\"failed\"} 0"), metrics);
             assertTrue(metrics.matches("(?s).*stripestack_remote_member_commands_total\\{[^}]*\\} [1-9].*"), metrics);
-            String member0 = "{array=\"md0\",member=\"" + targets.get(0).url(1) + "\",state=\"connected\"} ";
+            String member0 = "{array=\"md0\",member=\"" + targets.get(0).url(1) + "\"} ";
             assertTrue(metrics.contains("stripestack_remote_member_queue_depth" + member0 + "16\n"), metrics);
             assertTrue(metrics.contains("stripestack_remote_member_sessions_up" + member0 + "2\n"), metrics);
             assertTrue(metrics.contains("stripestack_remote_member_retries_total" + member0 + "0\n"), metrics);
-            assertTrue(metrics.matches("(?s).*stripestack_remote_member_latency_microseconds\\{[^}]*\\} [1-9].*"),
+            assertTrue(metrics.matches("(?s).*stripestack_remote_member_mean_latency_seconds\\{[^}]*\\} [0-9.e+-]*[1-9].*"),
                     metrics);
         }
         String examine = ExternalTools.run("mdadm", "--examine", targets.get(1).backingFile(1).toString())

@@ -139,8 +139,8 @@ class ReshapeOverIscsiTest {
         AdminServer.request(socket, request);
         assertEquals("reshape", get(socket, array + "/sync_action"), "the reshape runs under the load");
         String metrics = AdminServer.request(socket, "metrics");
-        assertTrue(metrics.contains("stripestack_array_sync{array=\"" + array + "\",action=\"reshape\","
-                + "what=\"total_sectors\"}"), metrics);
+        assertTrue(metrics.contains("stripestack_array_sync_action{array=\"" + array + "\",action=\"reshape\"} 1\n"),
+                metrics);
         waitFor(socket, array + "/sync_action", "idle");
         for (int i = 0; i < loads.length; i++) {
             loads[i].awaitVerifiedMore(before[i]);
@@ -206,9 +206,8 @@ class ReshapeOverIscsiTest {
                 reshape(socket, "md0", "set md0/chunk_size 131072", plain, encrypted);
                 assertEquals("131072", get(socket, "md0/chunk_size"));
                 String metrics = AdminServer.request(socket, "metrics");
-                assertTrue(metrics.contains("stripestack_array_shape{array=\"md0\",what=\"raid_disks\"} 5\n")
-                        && metrics.contains("stripestack_array_shape{array=\"md0\",what=\"chunk_bytes\"} 131072\n"),
-                        metrics);
+                assertTrue(metrics.contains("stripestack_array_disks_required{array=\"md0\"} 5\n")
+                        && metrics.contains("stripestack_array_chunk_bytes{array=\"md0\"} 131072\n"), metrics);
                 assertEquals(4 * DATA_BYTES, capacity(server, 0), "a chunk change keeps the size");
                 String status = AdminServer.request(socket, "status");
                 assertTrue(status.contains("[5/5] [UUUUU]") && status.contains("128k chunk"), status);

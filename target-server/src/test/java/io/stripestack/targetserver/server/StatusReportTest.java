@@ -27,23 +27,34 @@ class StatusReportTest {
     void writeBufferBudgetAppearsInStatusAndPrometheusText() {
         WriteBufferStats stats = new WriteBufferStats(256L << 20, 64L << 20, 3L << 20, 40L << 20, 2, 17, 5);
         DataInStats reads = new DataInStats(256L << 20, 32L << 20, 5L << 20, 30L << 20, 9);
-        StatusReport report = new StatusReport(Map.of(), List.of(), () -> new BufferStats(stats, reads));
+        StatusReport report = new StatusReport(Map.of(), List.of(), () -> new BufferStats(stats, reads), null);
         String status = report.render();
         assertTrue(status.contains("iSCSI write buffers: 3.0 of 256.0 MiB in use (peak 40.0), 2 writes waiting; "
                 + "since start 17 waited, 5 refused TASK SET FULL"), status);
-        String prometheus = report.prometheus();
-        assertTrue(prometheus.contains("stripestack_write_buffer_bytes{kind=\"in_use\"} " + (3L << 20) + "\n"), prometheus);
-        assertTrue(prometheus.contains("stripestack_write_buffer_bytes{kind=\"budget\"} " + (256L << 20) + "\n"), prometheus);
-        assertTrue(prometheus.contains("stripestack_write_buffer_commands_waiting 2\n"), prometheus);
-        assertTrue(prometheus.contains("stripestack_write_buffer_commands_total{outcome=\"refused\"} 5\n"), prometheus);
         assertTrue(status.contains("iSCSI Data-In: 5.0 of 256.0 MiB held (peak 30.0, 32.0 MiB per session); "
                 + "since start 9 reads waited for room"), status);
-        assertTrue(prometheus.contains("stripestack_data_in_bytes{kind=\"held\"} " + (5L << 20) + "\n"), prometheus);
-        assertTrue(prometheus.contains("stripestack_data_in_reads_waited_total 9\n"), prometheus);
+        MetricsReport metrics = new MetricsReport(Map.of(), List.of(), () -> new BufferStats(stats, reads), null);
+        String prometheus = metrics.render();
+        assertTrue(prometheus.contains("\nstripestack_write_buffer_in_use_bytes " + (3L << 20) + "\n"), prometheus);
+        assertTrue(prometheus.contains("\nstripestack_write_buffer_budget_bytes " + (256L << 20) + "\n"), prometheus);
+        assertTrue(prometheus.contains("\nstripestack_write_buffer_commands_waiting 2\n"), prometheus);
+        assertTrue(prometheus.contains("\nstripestack_write_buffer_refused_commands_total 5\n"), prometheus);
+        assertTrue(prometheus.contains("\nstripestack_data_in_held_bytes " + (5L << 20) + "\n"), prometheus);
+        assertTrue(prometheus.contains("\nstripestack_data_in_reads_waited_total 9\n"), prometheus);
 
-        StatusReport withoutIscsi = new StatusReport(Map.of(), List.of(), null);
+        StatusReport withoutIscsi = new StatusReport(Map.of(), List.of(), null, null);
         assertFalse(withoutIscsi.render().contains("write buffers"));
-        assertFalse(withoutIscsi.prometheus().contains("write_buffer"));
+        assertFalse(new MetricsReport(Map.of(), List.of(), null, null).render().contains("write_buffer"));
+    }
+
+    @Test
+    void statusListsTheSessionsOfEveryTarget() {
+        String nexus = "iqn.2026-11.io.example:host,i,0x400001370000,iqn.2026-11.io.stripestack:t,t,0x1";
+        StatusReport report = new StatusReport(Map.of(), List.of(), null, () -> Map.of(
+                "iqn.2026-11.io.stripestack:t", List.of(nexus), "iqn.2026-11.io.stripestack:idle", List.of()));
+        String status = report.render();
+        assertTrue(status.contains("iqn.2026-11.io.stripestack:t: 1 session:\n  " + nexus + "\n"), status);
+        assertTrue(status.contains("iqn.2026-11.io.stripestack:idle: 0 sessions\n"), status);
     }
 
     private static LunStack lun(int number, ReadaheadBudget budget) {
@@ -76,7 +87,7 @@ class StatusReportTest {
         ReadaheadBudget budget = new ReadaheadBudget(4 << 20);
         LunStack busy = lun(0, budget);
         LunStack idle = lun(1, budget);
-        StatusReport report = new StatusReport(Map.of(), List.of(busy, idle), null);
+        StatusReport report = new StatusReport(Map.of(), List.of(busy, idle), null, null);
         report.render();
         for (int i = 0; i < 50; i++) {
             busy.top().write(i * 4096L, ByteBuffer.allocate(4096));
