@@ -36,22 +36,31 @@ done
 if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
   echo "bench-vs-tgt: something already listens on 127.0.0.1:$port; pick another with -p" >&2; exit 2
 fi
+if tgtadm -C "$port" --op show --mode sys >/dev/null 2>&1; then
+  echo "bench-vs-tgt: a tgtd this script did not start holds control port $port; pick another with -p" >&2; exit 2
+fi
 [ -n "$dir" ] || dir="$(mktemp -d /tmp/bench-vs-tgt.XXXXXX)"
 mkdir -p "$dir"
 file="$dir/lun.img"
 iqn_s="iqn.2026-11.io.stripestack:bench"
 iqn_t="iqn.2026-11.io.stripestack:tgtbench"
 target_pid=""
+# the tgtd this script started, once it runs; only that one is stopped (tgtadm -C PORT reaches whichever tgtd
+# holds that control port, which may be someone else's)
+tgtd_pid=""
 
 cleanup() {
-  tgtadm -C "$port" --op update --mode sys --name State -v offline >/dev/null 2>&1 || true
-  tgtadm -C "$port" --op delete --mode system >/dev/null 2>&1 || true
-  if [ -n "$target_pid" ] && kill -0 "$target_pid" 2>/dev/null; then
+  if [ -n "$target_pid" ] && [ "$target_pid" != "$tgtd_pid" ] && kill -0 "$target_pid" 2>/dev/null; then
     kill "$target_pid" 2>/dev/null || true
+  fi
+  if [ -n "$tgtd_pid" ] && kill -0 "$tgtd_pid" 2>/dev/null; then
+    tgtadm -C "$port" --op update --mode sys --name State -v offline >/dev/null 2>&1 || true
+    tgtadm -C "$port" --op delete --mode system >/dev/null 2>&1 || true
     sleep 1
     # tgtd ignores SIGTERM; a process still there after the delete above is stopped for good
-    kill -KILL "$target_pid" 2>/dev/null || true
+    kill -KILL "$tgtd_pid" 2>/dev/null || true
   fi
+  tgtd_pid=""
 }
 trap cleanup EXIT
 
@@ -107,6 +116,7 @@ kill "$target_pid"; wait "$target_pid" 2>/dev/null || true
 
 setsid tgtd -f -C "$port" --iscsi "portal=127.0.0.1:$port" > "$dir/tgtd.log" 2>&1 < /dev/null &
 target_pid=$!
+tgtd_pid=$target_pid
 for _ in $(seq 1 50); do tgtadm -C "$port" --op show --mode sys >/dev/null 2>&1 && break; sleep 0.1; done
 tgtadm -C "$port" --lld iscsi --op new --mode target --tid 1 -T "$iqn_t"
 tgtadm -C "$port" --lld iscsi --op new --mode logicalunit --tid 1 --lun 1 -b "$file"

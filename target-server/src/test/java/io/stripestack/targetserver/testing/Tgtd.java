@@ -179,6 +179,11 @@ public final class Tgtd implements AutoCloseable {
         }
     }
 
+    /** The management port tgtadm reaches this tgtd on ({@code tgtadm -C PORT}). */
+    public int controlPort() {
+        return controlPort;
+    }
+
     /** {@code iscsi://127.0.0.1:PORT/IQN/LUN}. */
     public String url(int lun) {
         return "iscsi://127.0.0.1:" + port + "/" + iqn + "/" + lun;
