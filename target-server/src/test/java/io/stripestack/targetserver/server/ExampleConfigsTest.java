@@ -10,6 +10,8 @@ import io.stripestack.targetserver.testing.ExternalTools.Result;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -18,7 +20,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * Every configuration shipped in conf/ runs as it is: it parses, the server starts on it (in a scratch
  * directory, on a free port instead of 3260), and libiscsi's iscsi-readcapacity16 reads every LUN's
- * capacity through a real login (with the target's CHAP credentials where it has them).
+ * capacity through a real login (with the target's CHAP credentials where it has them). The libiscsi commands
+ * its header comment shows ({@code #   iscsi-...} lines) run as written too, on that port.
  */
 class ExampleConfigsTest {
     @TempDir
@@ -54,6 +57,11 @@ class ExampleConfigsTest {
                             .requireSuccess("iscsi-readcapacity16 on " + example + " LUN " + lun.lun());
                     assertTrue(rc.output().contains("Total size:"), rc.output());
                 }
+            }
+            Matcher shown = Pattern.compile("(?m)^#   ((?:LIBISCSI_\\S+ )*iscsi-.*)$").matcher(Files.readString(example));
+            while (shown.find()) {
+                String command = shown.group(1).replace("127.0.0.1:3260", "127.0.0.1:" + port);
+                ExternalTools.run(60, List.of("bash", "-c", command)).requireSuccess(example + ": " + shown.group(1));
             }
         }
         assertFalse(Files.exists(config.server().adminSocket()), "admin socket removed at stop");
