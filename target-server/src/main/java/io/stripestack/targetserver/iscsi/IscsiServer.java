@@ -16,8 +16,11 @@ import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.util.concurrent.Future;
 import java.io.IOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.NetworkInterface;
 import java.net.SocketAddress;
+import java.net.SocketException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -95,12 +98,33 @@ public final class IscsiServer implements AutoCloseable {
                 }
                 serverChannels.clear();
                 shutdownGroups();
-                throw new IOException("iSCSI: cannot listen on " + address + " (" + e.getMessage()
-                        + "): free the port or change the bind address", e);
+                throw cannotListen(address, e);
             }
         }
         log.info("iSCSI target listening on {} ({}), targets {}", boundAddresses(), epoll ? "epoll" : "nio",
                 context.targets().stream().map(IscsiTargetDefinition::iqn).toList());
+    }
+
+    /**
+     * Why an address could not be bound, with the one thing to do: an address no interface of this host has
+     * (nothing to free there), or a port in use.
+     */
+    static IOException cannotListen(InetSocketAddress address, Exception e) {
+        String portal = address.getHostString() + ":" + address.getPort();
+        InetAddress ip = address.getAddress();
+        boolean local;
+        try {
+            local = ip == null || ip.isAnyLocalAddress() || ip.isLoopbackAddress()
+                    || NetworkInterface.getByInetAddress(ip) != null;
+        } catch (SocketException notKnown) {
+            local = true;   // cannot tell: the bind's own reason below says what happened
+        }
+        if (!local) {
+            return new IOException("iSCSI: cannot listen on " + portal + ": " + ip.getHostAddress()
+                    + " is not an address of this host; use one 'ip address' lists (or 0.0.0.0 for all)", e);
+        }
+        return new IOException("iSCSI: cannot listen on " + portal + " (" + e.getMessage()
+                + "): free the port or choose another one", e);
     }
 
     /**
@@ -115,8 +139,7 @@ public final class IscsiServer implements AutoCloseable {
         try {
             channel = bootstrap.bind(address).syncUninterruptibly().channel();
         } catch (Exception e) {
-            throw new IOException("iSCSI: cannot listen on " + address + " (" + e.getMessage()
-                    + "): free the port or choose another address", e);
+            throw cannotListen(address, e);
         }
         serverChannels.add(channel);
         log.info("iSCSI target now also listening on {}", channel.localAddress());
