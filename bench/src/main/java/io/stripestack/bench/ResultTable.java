@@ -63,7 +63,14 @@ final class ResultTable {
         rows.add(cells.clone());
     }
 
-    /** The aligned text table; statistics print as {@code median [min..max]}. */
+    /** Widest line of the printed table: what a terminal shows without wrapping. */
+    static final int MAX_WIDTH = 100;
+
+    /**
+     * The aligned text table; statistics print as {@code median [min..max]}. A table wider than
+     * {@link #MAX_WIDTH} is printed in parts, each with the leading text columns (what names a row) and as many
+     * of the other columns as fit, so no line is wider (unless one column alone is).
+     */
     String toText() {
         List<String[]> lines = new ArrayList<>();
         String[] header = new String[columns.size()];
@@ -84,17 +91,45 @@ final class ResultTable {
                 widths[c] = Math.max(widths[c], line[c].length());
             }
         }
+        int keys = 0;
+        while (keys < columns.size() - 1 && columns.get(keys).kind() == Kind.TEXT) {
+            keys++;
+        }
+        int keyWidth = 0;
+        for (int c = 0; c < keys; c++) {
+            keyWidth += (c == 0 ? 0 : 2) + widths[c];
+        }
         StringBuilder out = new StringBuilder(title).append('\n');
-        for (String[] line : lines) {
-            for (int c = 0; c < line.length; c++) {
-                boolean left = columns.get(c).kind() == Kind.TEXT;
-                String cell = line[c];
-                String pad = " ".repeat(widths[c] - cell.length());
-                out.append(c == 0 ? "" : "  ").append(left ? cell + pad : pad + cell);
+        int from = keys;
+        while (from < columns.size()) {
+            int to = from;
+            int width = keyWidth;
+            do {
+                width += (width == 0 ? 0 : 2) + widths[to];
+                to++;
+            } while (to < columns.size() && width + 2 + widths[to] <= MAX_WIDTH);
+            if (from > keys) {
+                out.append('\n');
             }
-            out.append('\n');
+            for (String[] line : lines) {
+                StringBuilder text = new StringBuilder();
+                for (int c = 0; c < keys; c++) {
+                    cell(text, c, line[c], widths[c]);
+                }
+                for (int c = from; c < to; c++) {
+                    cell(text, c, line[c], widths[c]);
+                }
+                out.append(text).append('\n');
+            }
+            from = to;
         }
         return out.toString();
+    }
+
+    private void cell(StringBuilder line, int column, String cell, int width) {
+        boolean left = columns.get(column).kind() == Kind.TEXT;
+        String pad = " ".repeat(width - cell.length());
+        line.append(line.length() == 0 ? "" : "  ").append(left ? cell + pad : pad + cell);
     }
 
     private static String display(Column column, Object cell) {

@@ -53,4 +53,28 @@ class StripestackCliTest {
         assertEquals(1, o.code());
         assertTrue(o.err().contains("no admin socket at"), o.err());
     }
+
+    /**
+     * {@code help} lists every command with its whole description (picocli's list stopped at the first line, cutting
+     * "serve" at "(conf/default.yaml):"), in words a new user knows, within 100 columns.
+     */
+    @Test
+    void helpShowsWholeDescriptionsInPlainWords() {
+        Outcome o = cli("help");
+        assertEquals(0, o.code(), o.err());
+        String flat = o.out().replaceAll("\\s+", " ");
+        assertTrue(flat.contains("exported as LUN 0 on 127.0.0.1:3260. SIGTERM or Ctrl-C drains in-flight commands,"
+                + " flushes every member and marks the arrays clean."), o.out());
+        assertTrue(flat.contains("Existing arrays are left alone; 'serve' assembles them."), o.out());
+        assertTrue(flat.contains("Exit status: 0 no corruption and no I/O error, 1 corruption found, 2 I/O errors only."),
+                o.out());
+        for (String history : new String[] {"thread", "seed", "%n"}) {
+            assertTrue(!o.out().contains(history), "'" + history + "' in:\n" + o.out());
+        }
+        for (String line : o.out().split("\n")) {
+            assertTrue(line.length() <= 100, line);
+        }
+        Outcome bench = cli("bench", "--help");
+        assertTrue(!bench.out().contains("thread"), bench.out());
+    }
 }
