@@ -17,6 +17,7 @@ import io.stripestack.targetserver.server.DefaultConfig;
 import java.io.Console;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.concurrent.Callable;
@@ -52,6 +53,10 @@ final class LuksCommand {
                 throw new IllegalArgumentException("give --device FILE or --array NAME (with --config FILE)");
             }
             if (device != null) {
+                if (!Files.exists(device)) {
+                    throw new IllegalArgumentException(device + " does not exist: create the device file first, e.g."
+                            + " '(umask 077; truncate -s 64M " + device + ")' (LUKS2's header takes the first 16 MiB)");
+                }
                 return FileBlockDevice.open(device, 512, false, !writable);
             }
             StripestackConfig c = config != null ? ConfigLoader.load(config) : DefaultConfig.load();
@@ -77,9 +82,17 @@ final class LuksCommand {
                 throw new IllegalArgumentException("give --key-file or --passphrase-file, not both");
             }
             if (keyFile != null) {
+                if (!Files.exists(keyFile)) {
+                    throw new IllegalArgumentException("key file " + keyFile + " does not exist: create one only you can"
+                            + " read, e.g. '(umask 077; head -c 64 /dev/urandom > " + keyFile + ")'");
+                }
                 return LuksVolume.readSecret(keyFile, LuksVolume.SecretFile.KEY_FILE);
             }
             if (passphraseFile != null) {
+                if (!Files.exists(passphraseFile)) {
+                    throw new IllegalArgumentException("passphrase file " + passphraseFile + " does not exist: write the"
+                            + " passphrase as its first line in a file only you can read (umask 077)");
+                }
                 return LuksVolume.readSecret(passphraseFile, LuksVolume.SecretFile.PASSPHRASE_FILE);
             }
             Console console = System.console();

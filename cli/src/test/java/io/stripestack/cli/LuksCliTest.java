@@ -34,6 +34,42 @@ class LuksCliTest {
         return p;
     }
 
+    /**
+     * Each refusal of README's {@code luks format} line says the one thing to do, in the order a new user meets
+     * them; the commands it names make the line work.
+     */
+    @Test
+    void formatRefusalsSayWhatToDo() throws Exception {
+        String device = dir.resolve("lun.img").toString();
+        String key = dir.resolve("pass").toString();
+        Outcome unconfirmed = cli("luks", "format", "--device", device, "--key-file", key);
+        assertEquals(1, unconfirmed.code());
+        assertTrue(unconfirmed.err().contains("add --yes to confirm"), unconfirmed.err());
+
+        Outcome noKey = cli("luks", "format", "--device", device, "--key-file", key, "--yes");
+        assertEquals(1, noKey.code());
+        assertTrue(noKey.err().contains("key file " + key + " does not exist: create one only you can read, e.g. "
+                + "'(umask 077; head -c 64 /dev/urandom > " + key + ")'"), noKey.err());
+        secret("pass", "correct horse battery staple");
+
+        Outcome noDevice = cli("luks", "format", "--device", device, "--key-file", key, "--yes");
+        assertEquals(1, noDevice.code());
+        assertTrue(noDevice.err().contains(device + " does not exist: create the device file first, e.g. "
+                + "'(umask 077; truncate -s 64M " + device + ")'"), noDevice.err());
+        assertFalse(noDevice.err().contains("member"), noDevice.err());
+        try (var file = java.nio.channels.FileChannel.open(Path.of(device), java.nio.file.StandardOpenOption.CREATE_NEW,
+                java.nio.file.StandardOpenOption.WRITE)) {
+            file.truncate(64L << 20);
+            file.write(java.nio.ByteBuffer.wrap(new byte[1]), (64L << 20) - 1);
+        }
+        Files.setPosixFilePermissions(Path.of(device), java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+
+        Outcome formatted = cli("luks", "format", "--device", device, "--key-file", key, "--yes",
+                "--pbkdf-force-iterations", "1000", "--pbkdf", "pbkdf2");
+        assertEquals(0, formatted.code(), formatted.err());
+        assertTrue(formatted.out().startsWith("LUKS2 "), formatted.out());
+    }
+
     @Test
     void verbsAgreeWithCryptsetupAndALuksLunServes() throws Exception {
         ExternalTools.requireTool("cryptsetup");
