@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.stripestack.cli.CliRunner.Outcome;
+import io.stripestack.targetserver.config.ConfigLoader;
+import io.stripestack.targetserver.server.StripestackServer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
@@ -52,6 +54,34 @@ class StripestackCliTest {
         Outcome o = cli("ctl", "--socket", dir.resolve("none.sock").toString(), "list");
         assertEquals(1, o.code());
         assertTrue(o.err().contains("no admin socket at"), o.err());
+    }
+
+    /**
+     * {@code ctl wait} returns once the array's check is over (like mdadm --wait), so a command after it finds no
+     * sync action running; the check is slowed to 1 MB/s so that it still runs when the wait starts.
+     */
+    @Test
+    void ctlWaitReturnsOnceTheSyncActionEnded() throws Exception {
+        Path config = dir.resolve("wait.yaml");
+        Files.writeString(config, """
+                data_dir: %s
+                server: {portals: ["127.0.0.1:0"], admin_socket: admin.sock}
+                arrays:
+                  md3: {members: [a.img, b.img, c.img], create_member_size: 8MiB, chunk: 64K}
+                targets: [{iqn: "iqn.2026-11.io.example:wait", luns: [{lun: 0, array: md3}]}]
+                """.formatted(dir));
+        try (StripestackServer server = StripestackServer.start(ConfigLoader.load(config))) {
+            String socket = server.adminSocket().toString();
+            assertEquals(0, cli("ctl", "--socket", socket, "set", "md3/sync_speed_min", "1000").code());
+            assertEquals(0, cli("ctl", "--socket", socket, "set", "md3/sync_speed_max", "1000").code());
+            assertEquals(0, cli("ctl", "--socket", socket, "set", "md3/sync_action", "check").code());
+            Outcome waited = cli("ctl", "--socket", socket, "wait", "md3");
+            assertEquals(0, waited.code(), waited.err());
+            assertEquals("idle\n", cli("ctl", "--socket", socket, "get", "md3/sync_action").out());
+            Outcome twoArrays = cli("ctl", "--socket", socket, "wait", "md3", "md4");
+            assertEquals(1, twoArrays.code());
+            assertTrue(twoArrays.err().contains("ctl wait takes one array name"), twoArrays.err());
+        }
     }
 
     /**
