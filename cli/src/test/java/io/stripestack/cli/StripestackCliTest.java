@@ -50,6 +50,15 @@ class StripestackCliTest {
     }
 
     @Test
+    void aMissingConfigurationIsNotFoundNotUnreadable() {
+        Path missing = dir.resolve("missing.yaml");
+        Outcome o = cli("serve", "--config", missing.toString());
+        assertEquals(1, o.code());
+        assertTrue(o.err().contains(missing + ": no such configuration file; conf/ has examples"), o.err());
+        assertTrue(!o.err().contains("cannot read"), o.err());
+    }
+
+    @Test
     void ctlWithoutServerSaysWhatToDo() {
         Outcome o = cli("ctl", "--socket", dir.resolve("none.sock").toString(), "list");
         assertEquals(1, o.code());

@@ -17,6 +17,7 @@ import java.io.Reader;
 import java.io.StringReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -44,6 +45,9 @@ public final class ConfigLoader {
         String text;
         try {
             text = Files.readString(file, StandardCharsets.UTF_8);
+        } catch (NoSuchFileException e) {
+            throw new ConfigException(file + ": no such configuration file; conf/ has examples, and without --config"
+                    + " the embedded default (conf/default.yaml) runs", e);
         } catch (IOException e) {
             throw new ConfigException(file + ": cannot read the configuration file (" + e.getMessage() + ")", e);
         }
