@@ -45,7 +45,7 @@ file="$dir/lun.img"
 iqn_s="iqn.2026-11.io.stripestack:bench"
 iqn_t="iqn.2026-11.io.stripestack:tgtbench"
 target_pid=""
-# the tgtd this script started, once it runs; only that one is stopped (tgtadm -C PORT reaches whichever tgtd
+# the tgtd this script started, once it runs: the only one it stops (tgtadm -C PORT would reach whichever tgtd
 # holds that control port, which may be someone else's)
 tgtd_pid=""
 
@@ -54,10 +54,7 @@ cleanup() {
     kill "$target_pid" 2>/dev/null || true
   fi
   if [ -n "$tgtd_pid" ] && kill -0 "$tgtd_pid" 2>/dev/null; then
-    tgtadm -C "$port" --op update --mode sys --name State -v offline >/dev/null 2>&1 || true
-    tgtadm -C "$port" --op delete --mode system >/dev/null 2>&1 || true
-    sleep 1
-    # tgtd ignores SIGTERM; a process still there after the delete above is stopped for good
+    # tgtd ignores SIGTERM, and the benchmark's target holds nothing to save
     kill -KILL "$tgtd_pid" 2>/dev/null || true
   fi
   tgtd_pid=""
@@ -115,6 +112,7 @@ run_jobs stripestack "$(fio_url "iscsi://127.0.0.1:$port/$iqn_s/0")"
 kill "$target_pid"; wait "$target_pid" 2>/dev/null || true
 
 setsid tgtd -f -C "$port" --iscsi "portal=127.0.0.1:$port" > "$dir/tgtd.log" 2>&1 < /dev/null &
+# a script's background job leads no process group, so setsid execs tgtd in place: $! is tgtd itself
 target_pid=$!
 tgtd_pid=$target_pid
 for _ in $(seq 1 50); do tgtadm -C "$port" --op show --mode sys >/dev/null 2>&1 && break; sleep 0.1; done
