@@ -27,11 +27,11 @@ import picocli.CommandLine.Option;
  * <p>Single-threaded command; the studies' I/O threads are their own.
  */
 @Command(name = "bench", mixinStandardHelpOptions = true,
-        description = "Run the performance studies on temporary arrays built on files: how the encryption payload's"
-                + " alignment to the RAID stripe changes throughput, RAID-5 vs RAID-0 reads of a healthy array, full-stripe"
-                + " vs read-modify-write writes, the partial parity log's cost, online reshape, and the XOR routines (the"
-                + " fastest is used). Prints tables and writes CSV and SVG charts. Figures are page-cache-backed unless"
-                + " --direct.")
+        description = "Run the performance studies on temporary arrays built on files: how the encryption"
+                + " payload's alignment to the RAID stripe changes throughput, RAID-5 vs RAID-0 reads of a healthy"
+                + " array, full-stripe vs read-modify-write writes, the partial parity log's cost, online reshape,"
+                + " and the XOR routines (the fastest is used). Prints tables and writes CSV and SVG charts. Figures"
+                + " are page-cache-backed unless --direct.")
 public final class BenchCommand implements Callable<Integer> {
     private static final Map<String, Study> STUDIES = new LinkedHashMap<>();
 
@@ -72,7 +72,8 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(names = "--member-size", paramLabel = "SIZE", description = "size of each member file (default 256MiB; 8MiB with --quick)")
     String memberSize;
 
-    @Option(names = "--chunk", paramLabel = "SIZE", description = "chunk of the alignment and writes studies (default 1MiB)")
+    @Option(names = "--chunk", paramLabel = "SIZE",
+            description = "chunk of the alignment and writes studies (default 1MiB)")
     String chunk;
 
     @Option(names = "--queue-depth", paramLabel = "N", description = "requests outstanding in the alignment and writes studies (default 4)")

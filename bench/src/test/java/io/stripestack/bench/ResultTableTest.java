@@ -41,7 +41,8 @@ class ResultTableTest {
         }
         assertTrue(parts > 1, text);
         for (int c = 0; c < 20; c++) {
-            assertEquals(1, text.split("measure number " + c + "(?![0-9])", -1).length - 1, "header " + c + ":\n" + text);
+            assertEquals(1, text.split("measure number " + c + "(?![0-9])", -1).length - 1,
+                    "header " + c + ":\n" + text);
             assertTrue(text.contains((1002 + c) + " [" + (902 + c) + ".." + (1102 + c) + "]"), text);
         }
         assertEquals(2 * parts, text.split("\n162 ", -1).length - 1, "each row in each part:\n" + text);

@@ -83,15 +83,15 @@ final class LuksCommand {
             }
             if (keyFile != null) {
                 if (!Files.exists(keyFile)) {
-                    throw new IllegalArgumentException("key file " + keyFile + " does not exist: create one only you can"
-                            + " read, e.g. '(umask 077; head -c 64 /dev/urandom > " + keyFile + ")'");
+                    throw new IllegalArgumentException("key file " + keyFile + " does not exist: create one only"
+                            + " you can read, e.g. '(umask 077; head -c 64 /dev/urandom > " + keyFile + ")'");
                 }
                 return LuksVolume.readSecret(keyFile, LuksVolume.SecretFile.KEY_FILE);
             }
             if (passphraseFile != null) {
                 if (!Files.exists(passphraseFile)) {
-                    throw new IllegalArgumentException("passphrase file " + passphraseFile + " does not exist: write the"
-                            + " passphrase as its first line in a file only you can read (umask 077)");
+                    throw new IllegalArgumentException("passphrase file " + passphraseFile + " does not exist:"
+                            + " write the passphrase as its first line in a file only you can read (umask 077)");
                 }
                 return LuksVolume.readSecret(passphraseFile, LuksVolume.SecretFile.PASSPHRASE_FILE);
             }

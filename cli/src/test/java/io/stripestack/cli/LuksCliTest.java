@@ -62,7 +62,8 @@ class LuksCliTest {
             file.truncate(64L << 20);
             file.write(java.nio.ByteBuffer.wrap(new byte[1]), (64L << 20) - 1);
         }
-        Files.setPosixFilePermissions(Path.of(device), java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        Files.setPosixFilePermissions(Path.of(device),
+                java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
 
         Outcome formatted = cli("luks", "format", "--device", device, "--key-file", key, "--yes",
                 "--pbkdf-force-iterations", "1000", "--pbkdf", "pbkdf2");

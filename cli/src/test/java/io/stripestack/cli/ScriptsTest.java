@@ -44,7 +44,8 @@ class ScriptsTest {
                     : 1_000_000_000_000L));
         }
         executable(dir.resolve("fake/mvn"), "#!/bin/sh\necho \"$* MAVEN_OPTS=$MAVEN_OPTS\" >> \"" + root
-                + "/mvn.log\"\nprintf '\\033[1mbuilt\\033[0m\\n' >&2\ntouch \"" + root + "/cli/target/stripestack.jar\"\n");
+                + "/mvn.log\"\nprintf '\\033[1mbuilt\\033[0m\\n' >&2\ntouch \"" + root
+                + "/cli/target/stripestack.jar\"\n");
         executable(dir.resolve("fake/java"), "#!/bin/sh\necho \"java $*\"\n");
         return root;
     }
@@ -71,7 +72,8 @@ class ScriptsTest {
         run(root).requireSuccess("bin/stripestack");
         assertFalse(Files.exists(log), "built for a configuration file the server reads at run time");
 
-        Files.setLastModifiedTime(root.resolve("blockdev/src/main/java/A.java"), FileTime.fromMillis(4_000_000_000_000L));
+        Files.setLastModifiedTime(root.resolve("blockdev/src/main/java/A.java"),
+                FileTime.fromMillis(4_000_000_000_000L));
         Result built = run(root).requireSuccess("bin/stripestack");
         assertTrue(Files.readString(log).contains("-Dstyle.color=never"), Files.readString(log));
         assertTrue(Files.readString(log).contains("-Djansi.noreset=true"), Files.readString(log));

@@ -105,8 +105,8 @@ class StripestackCliTest {
         assertTrue(flat.contains("exported as LUN 0 on 127.0.0.1:3260. SIGTERM or Ctrl-C drains in-flight commands,"
                 + " flushes every member and marks the arrays clean."), o.out());
         assertTrue(flat.contains("Existing arrays are left alone; 'serve' assembles them."), o.out());
-        assertTrue(flat.contains("Exit status: 0 no corruption and no I/O error, 1 corruption found, 2 I/O errors only."),
-                o.out());
+        assertTrue(flat.contains("Exit status: 0 no corruption and no I/O error, 1 corruption found,"
+                + " 2 I/O errors only."), o.out());
         for (String history : new String[] {"thread", "seed", "%n"}) {
             assertTrue(!o.out().contains(history), "'" + history + "' in:\n" + o.out());
         }

@@ -155,7 +155,8 @@ final class MetricsReport {
             text.sample("stripestack_array_degraded", notInSync, "array", e.getKey());
         }
         text.family("stripestack_array_disks", GAUGE,
-                "Members by state: active, failed (faulty, still attached), spare, down (missing), recovering (being rebuilt).");
+                "Members by state: active, failed (faulty, still attached), spare, down (missing),"
+                        + " recovering (being rebuilt).");
         for (Map.Entry<String, Raid5Status> e : status.entrySet()) {
             long[] byState = disksByState(e.getValue());
             for (int s = 0; s < DISK_STATES.size(); s++) {
@@ -166,8 +167,8 @@ final class MetricsReport {
                 Raid5Array::raidDevices);
         arrayGauge(text, arrays, "stripestack_array_size_bytes", "Usable size of the array.", Raid5Array::size);
         arrayGauge(text, arrays, "stripestack_array_chunk_bytes", "The array's chunk size.", Raid5Array::chunkBytes);
-        arrayGauge(text, arrays, "stripestack_array_stripe_cache_rows", "Rows the stripe cache holds (md's stripe_cache_size).",
-                Raid5Array::stripeCacheSize);
+        arrayGauge(text, arrays, "stripestack_array_stripe_cache_rows",
+                "Rows the stripe cache holds (md's stripe_cache_size).", Raid5Array::stripeCacheSize);
         text.family("stripestack_array_consistency_policy", GAUGE,
                 "1 for how the array keeps parity consistent across a crash (md's consistency_policy).");
         for (Map.Entry<String, Raid5Array> e : arrays.entrySet()) {
@@ -231,7 +232,8 @@ final class MetricsReport {
         return n;
     }
 
-    private static void arrayGauge(PrometheusText text, Map<String, Raid5Array> arrays, String family, String help, ToLongFunction<Raid5Array> value) {
+    private static void arrayGauge(PrometheusText text, Map<String, Raid5Array> arrays, String family, String help,
+            ToLongFunction<Raid5Array> value) {
         text.family(family, GAUGE, help);
         for (Map.Entry<String, Raid5Array> e : arrays.entrySet()) {
             text.sample(family, value.applyAsLong(e.getValue()), "array", e.getKey());
@@ -253,10 +255,10 @@ final class MetricsReport {
         lunSeconds(text, luns, "stripestack_lun_write_time_seconds_total",
                 "Seconds the LUN's layer spent on writes, summed over writes (divide by writes for the mean).",
                 s -> s.writeNanos() / 1e9);
-        lunCounter(text, luns, "stripestack_lun_flush_requests_total", "Flushes (SYNCHRONIZE CACHE) through each layer.",
-                IoStats::flushOps);
-        lunCounter(text, luns, "stripestack_lun_discards_completed_total", "Discards (UNMAP, WRITE SAME) through each layer.",
-                IoStats::discardOps);
+        lunCounter(text, luns, "stripestack_lun_flush_requests_total",
+                "Flushes (SYNCHRONIZE CACHE) through each layer.", IoStats::flushOps);
+        lunCounter(text, luns, "stripestack_lun_discards_completed_total",
+                "Discards (UNMAP, WRITE SAME) through each layer.", IoStats::discardOps);
         lunCounter(text, luns, "stripestack_lun_discarded_bytes_total", "Bytes discarded through each layer.",
                 IoStats::discardBytes);
         lunCounter(text, luns, "stripestack_lun_io_errors_total", "Reads and writes of each layer that failed.",
@@ -286,7 +288,8 @@ final class MetricsReport {
         }
     }
 
-    private static void lunCounter(PrometheusText text, List<LunStack> luns, String family, String help, ToLongFunction<IoStats> value) {
+    private static void lunCounter(PrometheusText text, List<LunStack> luns, String family, String help,
+            ToLongFunction<IoStats> value) {
         text.family(family, COUNTER, help);
         for (LunStack lun : luns) {
             for (BlockDevice layer : lun.layers()) {
@@ -295,7 +298,8 @@ final class MetricsReport {
         }
     }
 
-    private static void lunSeconds(PrometheusText text, List<LunStack> luns, String family, String help, ToDoubleFunction<IoStats> value) {
+    private static void lunSeconds(PrometheusText text, List<LunStack> luns, String family, String help,
+            ToDoubleFunction<IoStats> value) {
         text.family(family, COUNTER, help);
         for (LunStack lun : luns) {
             for (BlockDevice layer : lun.layers()) {

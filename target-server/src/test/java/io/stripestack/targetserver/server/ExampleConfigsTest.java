@@ -58,7 +58,8 @@ class ExampleConfigsTest {
                     assertTrue(rc.output().contains("Total size:"), rc.output());
                 }
             }
-            Matcher shown = Pattern.compile("(?m)^#   ((?:LIBISCSI_\\S+ )*iscsi-.*)$").matcher(Files.readString(example));
+            Matcher shown = Pattern.compile("(?m)^#   ((?:LIBISCSI_\\S+ )*iscsi-.*)$")
+                    .matcher(Files.readString(example));
             while (shown.find()) {
                 String command = shown.group(1).replace("127.0.0.1:3260", "127.0.0.1:" + port);
                 ExternalTools.run(60, List.of("bash", "-c", command)).requireSuccess(example + ": " + shown.group(1));

@@ -133,9 +133,10 @@ class MetricsConventionTest {
                 has(before, "stripestack_array_size_bytes\\{array=\"md0\"\\} [1-9][0-9]*");
                 has(before, "stripestack_array_ppl_writes_total\\{array=\"md0\"\\} [1-9][0-9]*");
                 has(before, "stripestack_array_bitmap_writes_total\\{array=\"md1\"\\} [1-9][0-9]*");
-                has(before, "stripestack_lun_written_bytes_total\\{" + Pattern.quote(lun) + "1\",layer=\"readahead\"\\} 65536");
-                has(before, "stripestack_lun_read_bytes_total\\{" + Pattern.quote(lun) + "1\",layer=\"readahead\"\\} 65536");
-                has(before, "stripestack_lun_write_time_seconds_total\\{" + Pattern.quote(lun) + "1\",layer=\"crypt\"\\} [0-9.e+-]+");
+                String lun1 = Pattern.quote(lun) + "1\"";
+                has(before, "stripestack_lun_written_bytes_total\\{" + lun1 + ",layer=\"readahead\"\\} 65536");
+                has(before, "stripestack_lun_read_bytes_total\\{" + lun1 + ",layer=\"readahead\"\\} 65536");
+                has(before, "stripestack_lun_write_time_seconds_total\\{" + lun1 + ",layer=\"crypt\"\\} [0-9.e+-]+");
                 has(before, "stripestack_lun_io_now\\{" + Pattern.quote(lun) + "0\",layer=\"raid5\"\\} 0");
                 has(before, "stripestack_crypt_encrypted_sectors_total\\{" + Pattern.quote(lun) + "1\"\\} [1-9][0-9]*");
                 has(before, "stripestack_readahead_misses_total\\{" + Pattern.quote(lun) + "1\"\\} [0-9]+");

@@ -174,8 +174,8 @@ class RemoteMembersServerTest {
             assertTrue(metrics.contains("stripestack_remote_member_queue_depth" + member0 + "16\n"), metrics);
             assertTrue(metrics.contains("stripestack_remote_member_sessions_up" + member0 + "2\n"), metrics);
             assertTrue(metrics.contains("stripestack_remote_member_retries_total" + member0 + "0\n"), metrics);
-            assertTrue(metrics.matches("(?s).*stripestack_remote_member_mean_latency_seconds\\{[^}]*\\} [0-9.e+-]*[1-9].*"),
-                    metrics);
+            assertTrue(metrics.matches(
+                    "(?s).*stripestack_remote_member_mean_latency_seconds\\{[^}]*\\} [0-9.e+-]*[1-9].*"), metrics);
         }
         String examine = ExternalTools.run("mdadm", "--examine", targets.get(1).backingFile(1).toString())
                 .requireSuccess("mdadm --examine").output();

@@ -140,8 +140,8 @@ class StripestackServerIntegrationTest {
             assertTrue(AdminServer.request(socket, "status").contains("consistency_policy ppl"));
             String metrics = new String(java.net.URI.create("http://127.0.0.1:" + server.metricsPort() + "/metrics")
                     .toURL().openStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-            assertTrue(metrics.matches("(?s).*\nstripestack_lun_written_bytes_total\\{target=\"" + IQN.replace(".", "\\.")
-                    + "\",lun=\"0\",layer=\"raid5\"} [1-9][0-9]*\n.*"), metrics);
+            assertTrue(metrics.matches("(?s).*\nstripestack_lun_written_bytes_total\\{target=\""
+                    + IQN.replace(".", "\\.") + "\",lun=\"0\",layer=\"raid5\"} [1-9][0-9]*\n.*"), metrics);
         }
 
         for (int m = 0; m < 4; m++) {
