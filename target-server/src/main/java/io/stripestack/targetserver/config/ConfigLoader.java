@@ -120,6 +120,10 @@ public final class ConfigLoader {
         long dataInPerSession = ServerDefaults.DATA_IN_PER_SESSION;
         int maxConnections = ServerDefaults.MAX_CONNECTIONS;
         int authFailureDelayMillis = ServerDefaults.AUTH_FAILURE_DELAY_MILLIS;
+        int perAddress = ServerDefaults.MAX_CONNECTIONS_PER_ADDRESS;
+        int perInitiator = ServerDefaults.MAX_SESSIONS_PER_INITIATOR;
+        int loginIdle = ServerDefaults.LOGIN_IDLE_TIMEOUT_SECONDS;
+        long writeBufferPerSession = ServerDefaults.WRITE_BUFFER_PER_SESSION;
         boolean autosave = false;
         if (n != null) {
             autosave = boolOr(n.child("autosave"), false);
@@ -168,6 +172,13 @@ public final class ConfigLoader {
             }
             maxConnections = intOr(n.child("max_connections"), 1, 65536, maxConnections);
             authFailureDelayMillis = intOr(n.child("auth_failure_delay_ms"), 0, 60000, authFailureDelayMillis);
+            perAddress = intOr(n.child("max_connections_per_address"), 1, 65536, perAddress);
+            perInitiator = intOr(n.child("max_sessions_per_initiator"), 1, 65536, perInitiator);
+            loginIdle = intOr(n.child("login_idle_timeout_seconds"), 1, 3600, loginIdle);
+            YamlNode writePerSession = n.child("write_buffer_per_session");
+            writeBufferPerSession = writePerSession != null
+                    ? writePerSession.size(ServerDefaults.MIN_BUDGET, writeBufferBudget)
+                    : Math.min(writeBufferPerSession, writeBufferBudget);
             YamlNode m = n.child("metrics");
             if (m != null) {
                 metrics = portal(m);
@@ -186,7 +197,8 @@ public final class ConfigLoader {
         }
         return new ServerConfig(List.copyOf(portals), List.copyOf(advertise), tpgt, queueDepth, ioThreads, mrdsl,
                 maxBurst, firstBurst, immediateData, initialR2T, nopIn, admin, metrics, readaheadBudget, writeBufferBudget,
-                new StripestackConfig.SessionLimits(dataInBudget, dataInPerSession, maxConnections, authFailureDelayMillis),
+                new StripestackConfig.SessionLimits(dataInBudget, dataInPerSession, maxConnections, authFailureDelayMillis,
+                        perAddress, perInitiator, loginIdle, writeBufferPerSession),
                 autosave);
     }
 

@@ -22,6 +22,12 @@ public final class ServerDefaults {
     public static final long MIN_BUDGET = 64L << 10;
     public static final long MAX_BUDGET = 1L << 36;
     public static final int MAX_CONNECTIONS = 256;
+    public static final int MAX_CONNECTIONS_PER_ADDRESS = 64;
+    public static final int MAX_SESSIONS_PER_INITIATOR = 64;
+    /** A session's share of the write buffer budget (capped at the budget). */
+    public static final long WRITE_BUFFER_PER_SESSION = 64L << 20;
+    /** Seconds a connection still logging in may stay silent. */
+    public static final int LOGIN_IDLE_TIMEOUT_SECONDS = 5;
     /** Seconds of silence on a connection before the target pings it with a NOP-In (0: never). */
     public static final int NOP_IN_INTERVAL_SECONDS = 10;
     public static final int AUTH_FAILURE_DELAY_MILLIS = 1000;

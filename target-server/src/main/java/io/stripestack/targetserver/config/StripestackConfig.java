@@ -29,9 +29,13 @@ public record StripestackConfig(Path file, Path dataDir, ServerConfig server, Ma
 
     /**
      * What one initiator may hold of the server: Data-In of reads not yet taken (per session and in
-     * total), connections, and the first delay after a failed CHAP login (doubling per failure).
+     * total), connections (in total, per address, sessions per initiator name, silence while logging in),
+     * a session's share of the write buffer budget, and the first delay after a failed CHAP login (doubling
+     * per failure).
      */
-    public record SessionLimits(long dataInBudget, long dataInPerSession, int maxConnections, long authFailureDelayMillis) {
+    public record SessionLimits(long dataInBudget, long dataInPerSession, int maxConnections, long authFailureDelayMillis,
+            int maxConnectionsPerAddress, int maxSessionsPerInitiator, int loginIdleTimeoutSeconds,
+            long writeBufferPerSession) {
     }
 
     public record Portal(String host, int port) {

@@ -7,13 +7,18 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Slows online guessing of CHAP secrets, as sshd's per-source penalties do. Each source (a remote
- * address, and separately an initiator name) may have one CHAP response verified at a time, and
- * after a failure the next verification for that source waits: the base delay, doubled for each
- * further failure, up to a minute; ten quiet minutes forget the source. A parallel attack from one
- * address or under one initiator name therefore gets one guess per delay, whatever the number of
- * connections, and a success clears its sources. The price: while a source is penalized, its
- * legitimate logins wait as long.
+ * Slows online guessing of CHAP secrets, as sshd's per-source penalties do, without letting a guesser lock
+ * the rightful initiator out. Each remote address may have one CHAP response verified at a time, and after
+ * a failure its next verification waits: the base delay, doubled for each further failure of that address,
+ * up to a minute. A failure is also counted against the initiator name it was made under, with the same
+ * doubling; an address that fails under a penalized name is penalized for at least as long as the name is,
+ * so guessing one name from many addresses slows down with the name's failures too.
+ *
+ * <p>What a name's penalty never does is hold a verification: a correct response from an address without
+ * failures of its own is verified, and logs in, at once, whatever another address did under its name. Nor
+ * does a success clear anything: a penalty lasts until its source has been quiet for ten minutes, so a
+ * guesser gains nothing by logging in somewhere between guesses. The price: while an address is penalized,
+ * every login from it waits (sshd's), which a shared address (NAT) makes everyone's.
  *
  * <p>Failures are logged once per burst: the first failure of a source, and then a line whenever its
  * count reaches a power of two.
@@ -31,9 +36,9 @@ final class AuthFailureThrottle {
     private static final class Source {
         int failures;
         long lastFailureNanos;
-        /** Ticker time before which no verification for this source may start. */
+        /** Ticker time before which no verification from this address may start, or the name's penalty end. */
         long penaltyEndNanos;
-        /** A verification for this source is under way (claimed, verdict not yet in). */
+        /** A verification from this address is under way (claimed, verdict not yet in). */
         boolean claimed;
     }
 
@@ -53,48 +58,44 @@ final class AuthFailureThrottle {
     }
 
     /**
-     * Claims the right to verify one CHAP response from {@code address} for {@code initiator} now:
-     * returns 0 and holds both sources until {@link #verdict}, or returns the nanoseconds to wait
-     * before asking again.
+     * Claims the right to verify one CHAP response from {@code address} now: returns 0 and holds the address
+     * until {@link #verdict}, or returns the nanoseconds to wait before asking again.
      */
-    synchronized long tryClaim(String address, String initiator, long nowNanos) {
+    synchronized long tryClaim(String address, long nowNanos) {
         if (baseDelayNanos == 0) {
             return 0;
         }
         Source byAddress = source(ADDRESS + address, nowNanos);
-        Source byName = source(INITIATOR + initiator, nowNanos);
-        if (byAddress.claimed || byName.claimed) {
+        if (byAddress.claimed) {
             return CLAIMED_RETRY_NANOS;
         }
-        long wait = Math.max(byAddress.penaltyEndNanos - nowNanos, byName.penaltyEndNanos - nowNanos);
+        long wait = byAddress.penaltyEndNanos - nowNanos;
         if (wait > 0) {
             return wait;
         }
         byAddress.claimed = true;
-        byName.claimed = true;
         return 0;
     }
 
     /**
-     * Ends a claim: a success forgets both sources, a failure penalizes both, and no verdict
-     * ({@code verified} false: the request carried no response to verify) just frees them.
+     * Ends a claim: a failure penalizes the address and the name, anything else (a success, or no verdict:
+     * {@code verified} false, the request carried no response to verify) just frees the address.
      */
     synchronized void verdict(String address, String initiator, boolean verified, boolean succeeded, long nowNanos) {
         if (baseDelayNanos == 0) {
             return;
         }
-        for (String key : new String[] {ADDRESS + address, INITIATOR + initiator}) {
-            Source s = source(key, nowNanos);
-            s.claimed = false;
-            if (!verified) {
-                continue;
-            }
-            if (succeeded) {
-                sources.remove(key);
-            } else {
-                penalize(key, s, nowNanos);
-            }
+        String addressKey = ADDRESS + address;
+        Source byAddress = source(addressKey, nowNanos);
+        byAddress.claimed = false;
+        if (!verified || succeeded) {
+            return;
         }
+        String nameKey = INITIATOR + initiator;
+        Source byName = source(nameKey, nowNanos);
+        penalize(nameKey, byName, nowNanos);
+        penalize(addressKey, byAddress, nowNanos);
+        byAddress.penaltyEndNanos = Math.max(byAddress.penaltyEndNanos, byName.penaltyEndNanos);
     }
 
     private void penalize(String key, Source s, long nowNanos) {
@@ -103,7 +104,7 @@ final class AuthFailureThrottle {
         long delay = Math.min(MAX_DELAY_NANOS, baseDelayNanos << Math.min(s.failures - 1, 16));
         s.penaltyEndNanos = nowNanos + delay;
         if (Integer.bitCount(s.failures) == 1) {
-            log.warn("CHAP authentication failed {} time{} for {}; its next login is verified after {} ms", s.failures,
+            log.warn("CHAP authentication failed {} time{} for {}; penalized for {} ms", s.failures,
                     s.failures == 1 ? "" : "s", key, delay / 1_000_000);
         }
     }

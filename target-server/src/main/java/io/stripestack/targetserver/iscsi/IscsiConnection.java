@@ -183,11 +183,17 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     @Override
     public void channelActive(ChannelHandlerContext context) {
         server.connections.add(this);
-        if (server.connections.size() > server.settings.maxConnections()) {
-            server.connectionNoise.warn("{}: closed at once: {} connections are served already (server.max_connections)",
-                    remote(), server.settings.maxConnections());
+        ConnectionSlots.Admission admission = server.slots.admit(this, remoteHost());
+        if (!admission.admitted()) {
+            server.connectionNoise.warn("{}: closed at once: {}", remote(), admission.refusal());
             closeNow();
             return;
+        }
+        if (admission.displaced() != null) {
+            server.connectionNoise.warn("{}: closed to make room for {}: every slot is taken (server.max_connections) and it"
+                    + " was the oldest connection still logging in or in a discovery session",
+                    admission.displaced().remote(), remote());
+            admission.displaced().closeFromAnyThread();
         }
         login = new LoginPhase(this, server, ctx);
         lastReceiveNanos = ctx.executor().ticker().nanoTime();
@@ -219,6 +225,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
             log.info("{}: session {} ended", remote(), nexus);
         }
         registered = false;
+        server.slots.release(this);
         server.connections.remove(this);
         completeDrainIfIdle();
         context.fireChannelInactive();
@@ -361,8 +368,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         text = new TextRequests(this, server, ctx, params, target, negotiator.initiatorName());
         if (target != null) {
             initiatorName = negotiator.initiatorName();
-            nexus = negotiator.initiatorName() + ",i,0x" + String.format("%012x", isid) + "," + target.iqn()
-                    + ",t,0x" + String.format("%04x", server.settings.targetPortalGroupTag());
+            nexus = nexus(negotiator.initiatorName(), isid, target, server.settings);
             dataOut = new DataOutCollector(this, server, ctx, params);
             taskManagement = new TaskManagement(this, server, ctx, target, nexus);
             IscsiConnection replaced = server.sessions.register(nexus, this);
@@ -384,6 +390,12 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
             nopTimer = ctx.executor().scheduleAtFixedRate(this::checkLiveness, interval, interval, TimeUnit.MILLISECONDS);
         }
         return tsih;
+    }
+
+    /** The I_T nexus a normal session of {@code initiator} with {@code isid} to {@code target} has. */
+    static String nexus(String initiator, long isid, IscsiTargetDefinition target, IscsiServerSettings settings) {
+        return initiator + ",i,0x" + String.format("%012x", isid) + "," + target.iqn()
+                + ",t,0x" + String.format("%04x", settings.targetPortalGroupTag());
     }
 
     /** The last login response is written: from here on PDUs carry the negotiated digests and sizes. */

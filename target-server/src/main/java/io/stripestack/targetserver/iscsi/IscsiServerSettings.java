@@ -28,6 +28,10 @@ public final class IscsiServerSettings {
     private final long dataInBudget;
     private final long dataInPerSession;
     private final int maxConnections;
+    private final int maxConnectionsPerAddress;
+    private final int maxSessionsPerInitiator;
+    private final long writeBufferPerSession;
+    private final Duration loginIdleTimeout;
     private final Duration authFailureDelay;
     private final Duration nopInInterval;
     private final Duration loginTimeout;
@@ -50,6 +54,10 @@ public final class IscsiServerSettings {
         this.dataInBudget = b.dataInBudget;
         this.dataInPerSession = b.dataInPerSession;
         this.maxConnections = b.maxConnections;
+        this.maxConnectionsPerAddress = b.maxConnectionsPerAddress;
+        this.maxSessionsPerInitiator = b.maxSessionsPerInitiator;
+        this.writeBufferPerSession = b.writeBufferPerSession;
+        this.loginIdleTimeout = b.loginIdleTimeout;
         this.authFailureDelay = b.authFailureDelay;
         this.nopInInterval = b.nopInInterval;
         this.loginTimeout = b.loginTimeout;
@@ -92,8 +100,24 @@ public final class IscsiServerSettings {
     public long dataInBudget() { return dataInBudget; }
     /** The share of {@link #dataInBudget()} one session may hold, so a slow reader cannot take it all. */
     public long dataInPerSession() { return dataInPerSession; }
-    /** TCP connections served at once (logging in or logged in); one more is closed at once. */
+    /**
+     * TCP connections served at once (logging in or logged in); when all are taken, a new one displaces the oldest
+     * connection still logging in or in a discovery session, and is closed at once only when every one is a
+     * normal session (see {@code ConnectionSlots}).
+     */
     public int maxConnections() { return maxConnections; }
+    /** TCP connections one remote address may hold at once, in any phase; one more is closed at once. */
+    public int maxConnectionsPerAddress() { return maxConnectionsPerAddress; }
+    /** Normal sessions one initiator name may hold at once; one more login is refused (out of resources). */
+    public int maxSessionsPerInitiator() { return maxSessionsPerInitiator; }
+    /**
+     * The share of {@link #writeBufferBudget()} one session's writes may hold (whole buffers and unsolicited
+     * data); a write beyond it waits for the session's own writes, without holding up other sessions'. One
+     * write always fits when the session holds nothing.
+     */
+    public long writeBufferPerSession() { return writeBufferPerSession; }
+    /** How long a connection still logging in may stay silent (before its first request, or between two). */
+    public Duration loginIdleTimeout() { return loginIdleTimeout; }
     /**
      * The answer to a failed CHAP login waits this long, doubled for each further failure of the
      * same source address or initiator name (up to a minute); zero disables the delay.
@@ -126,6 +150,10 @@ public final class IscsiServerSettings {
         private long dataInBudget = ServerDefaults.DATA_IN_BUDGET;
         private long dataInPerSession = ServerDefaults.DATA_IN_PER_SESSION;
         private int maxConnections = ServerDefaults.MAX_CONNECTIONS;
+        private int maxConnectionsPerAddress = ServerDefaults.MAX_CONNECTIONS_PER_ADDRESS;
+        private int maxSessionsPerInitiator = ServerDefaults.MAX_SESSIONS_PER_INITIATOR;
+        private long writeBufferPerSession = ServerDefaults.WRITE_BUFFER_PER_SESSION;
+        private Duration loginIdleTimeout = Duration.ofSeconds(ServerDefaults.LOGIN_IDLE_TIMEOUT_SECONDS);
         private Duration authFailureDelay = Duration.ofMillis(ServerDefaults.AUTH_FAILURE_DELAY_MILLIS);
         private Duration nopInInterval = Duration.ofSeconds(ServerDefaults.NOP_IN_INTERVAL_SECONDS);
         private Duration loginTimeout = Duration.ofSeconds(15);
@@ -172,6 +200,14 @@ public final class IscsiServerSettings {
         public Builder dataInPerSession(long bytes) { this.dataInPerSession = bytes; return this; }
         /** TCP connections at once, 1..65536 (default 256). */
         public Builder maxConnections(int connections) { this.maxConnections = connections; return this; }
+        /** TCP connections from one remote address at once, 1..65536 (default {@link ServerDefaults#MAX_CONNECTIONS_PER_ADDRESS}). */
+        public Builder maxConnectionsPerAddress(int connections) { this.maxConnectionsPerAddress = connections; return this; }
+        /** Normal sessions of one initiator name at once, 1..65536 (default {@link ServerDefaults#MAX_SESSIONS_PER_INITIATOR}). */
+        public Builder maxSessionsPerInitiator(int sessions) { this.maxSessionsPerInitiator = sessions; return this; }
+        /** Write buffer bytes one session may hold, 64 KiB..writeBufferBudget (default {@link ServerDefaults#WRITE_BUFFER_PER_SESSION}, at most the budget). */
+        public Builder writeBufferPerSession(long bytes) { this.writeBufferPerSession = bytes; return this; }
+        /** Silence allowed during login before the connection is closed (default {@link ServerDefaults#LOGIN_IDLE_TIMEOUT_SECONDS} s). */
+        public Builder loginIdleTimeout(Duration timeout) { this.loginIdleTimeout = Objects.requireNonNull(timeout); return this; }
         /** First delay of a failed CHAP login's answer (default 1 s; zero disables). */
         public Builder authFailureDelay(Duration delay) { this.authFailureDelay = Objects.requireNonNull(delay); return this; }
         /** Idle time before a NOP-In ping (default {@link ServerDefaults#NOP_IN_INTERVAL_SECONDS} s, as a configured server; zero disables; a second silent interval drops the connection). */
@@ -199,6 +235,14 @@ public final class IscsiServerSettings {
             requireRange("dataInBudget", dataInBudget, ServerDefaults.MIN_BUDGET, ServerDefaults.MAX_BUDGET);
             requireRange("dataInPerSession", dataInPerSession, ServerDefaults.MIN_BUDGET, dataInBudget);
             requireRange("maxConnections", maxConnections, 1, 65536);
+            requireRange("maxConnectionsPerAddress", maxConnectionsPerAddress, 1, 65536);
+            requireRange("maxSessionsPerInitiator", maxSessionsPerInitiator, 1, 65536);
+            writeBufferPerSession = Math.min(writeBufferPerSession, writeBufferBudget);
+            requireRange("writeBufferPerSession", writeBufferPerSession, ServerDefaults.MIN_BUDGET, writeBufferBudget);
+            if (loginIdleTimeout.isNegative() || loginIdleTimeout.isZero()) {
+                throw new IllegalArgumentException("iSCSI setting loginIdleTimeout = " + loginIdleTimeout
+                        + " is out of range: use a positive duration");
+            }
             if (authFailureDelay.isNegative() || authFailureDelay.compareTo(Duration.ofMinutes(1)) > 0) {
                 throw new IllegalArgumentException("iSCSI setting authFailureDelay = " + authFailureDelay
                         + " is out of range: use 0 to 60 seconds");

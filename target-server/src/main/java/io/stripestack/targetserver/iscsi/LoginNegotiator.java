@@ -30,6 +30,7 @@ final class LoginNegotiator {
     static final int STATUS_INVALID_DURING_LOGIN = 0x020b;
     /** Target error, service unavailable: the initiator retries the login later (RFC 7143 section 11.13.5). */
     static final int STATUS_SERVICE_UNAVAILABLE = 0x0301;
+    static final int STATUS_OUT_OF_RESOURCES = 0x0302;
 
     /** RFC 7143 section 4.2.7.1: an iSCSI name is at most 223 bytes. */
     static final int MAX_NAME_BYTES = 223;

@@ -36,6 +36,9 @@ final class LoginPhase {
     /** A request waits for the CHAP failure throttle: nothing else is read meanwhile. */
     private boolean deferred;
     private ScheduledFuture<?> timer;
+    /** Closes the connection when it stays silent {@link IscsiServerSettings#loginIdleTimeout()} while logging in. */
+    private ScheduledFuture<?> idleTimer;
+    private long lastRequestNanos;
 
     LoginPhase(IscsiConnection connection, ServerContext server, ChannelHandlerContext ctx) {
         this.connection = connection;
@@ -44,6 +47,8 @@ final class LoginPhase {
         this.negotiator = new LoginNegotiator(server.settings, server::target);
         long timeoutMillis = server.settings.loginTimeout().toMillis();
         timer = ctx.executor().schedule(this::timedOut, timeoutMillis, TimeUnit.MILLISECONDS);
+        lastRequestNanos = ctx.executor().ticker().nanoTime();
+        scheduleIdleCheck(server.settings.loginIdleTimeout().toNanos());
     }
 
     LoginNegotiator negotiator() {
@@ -60,6 +65,10 @@ final class LoginPhase {
             timer.cancel(false);
             timer = null;
         }
+        if (idleTimer != null) {
+            idleTimer.cancel(false);
+            idleTimer = null;
+        }
         if (text != null) {
             text.release();
             text = null;
@@ -73,7 +82,30 @@ final class LoginPhase {
         }
     }
 
+    private void scheduleIdleCheck(long delayNanos) {
+        idleTimer = ctx.executor().schedule(this::checkIdle, delayNanos, TimeUnit.NANOSECONDS);
+    }
+
+    /**
+     * A connection that says nothing while logging in only holds a slot: it is closed long before the login
+     * timeout. One whose request waits for the CHAP failure throttle is waiting for the target, not idle.
+     */
+    private void checkIdle() {
+        if (idleTimer == null) {
+            return;
+        }
+        long timeout = server.settings.loginIdleTimeout().toNanos();
+        long silent = ctx.executor().ticker().nanoTime() - lastRequestNanos;
+        if (deferred || silent < timeout) {
+            scheduleIdleCheck(deferred ? timeout : timeout - silent);
+            return;
+        }
+        log.debug("{}: silent for {} while logging in; closing", connection.remote(), server.settings.loginIdleTimeout());
+        ctx.close();
+    }
+
     void onPdu(IscsiPdu pdu) {
+        lastRequestNanos = ctx.executor().ticker().nanoTime();
         // read as a login request even when it is none: the refusal echoes its ITT and ISID
         LoginRequestHeader h = requestHeader.wrap(pdu.header());
         if (deferred) {
@@ -140,13 +172,13 @@ final class LoginPhase {
     /**
      * Answers one whole login request. A request that answers a CHAP challenge first claims its
      * turn from the server's failure throttle, and waits (reading nothing) while its source address
-     * or initiator name is penalized for recent failures.
+     * is penalized for recent failures (a penalty of its initiator name alone never holds it).
      */
     private void process(LoginRequestHeader h, Map<String, String> keys) {
         int currentStage = h.currentStage();
         boolean verifiesChap = negotiator.awaitsChapResponse();
         if (verifiesChap) {
-            long wait = server.authFailures.tryClaim(connection.remoteHost(), initiatorName(), System.nanoTime());
+            long wait = server.authFailures.tryClaim(connection.remoteHost(), System.nanoTime());
             if (wait > 0) {
                 defer(h.copyBhs(), keys, wait);
                 return;
@@ -171,6 +203,13 @@ final class LoginPhase {
             int changed = definitionChangedStatus();
             if (changed != LoginNegotiator.STATUS_SUCCESS) {
                 refuse(h, changed, currentStage, "the target's access settings changed during the login");
+                return;
+            }
+            if (negotiator.target() != null && !server.slots.sessionStarting(connection, negotiator.initiatorName(),
+                    server.sessions.holds(IscsiConnection.nexus(negotiator.initiatorName(), isid, negotiator.target(),
+                            server.settings)))) {
+                refuse(h, LoginNegotiator.STATUS_OUT_OF_RESOURCES, currentStage, "its initiator name holds "
+                        + server.settings.maxSessionsPerInitiator() + " sessions already (server.max_sessions_per_initiator)");
                 return;
             }
             end();

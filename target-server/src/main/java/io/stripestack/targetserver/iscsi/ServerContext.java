@@ -10,10 +10,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * What every connection of one server shares: settings, targets, the session registry, the I/O
- * executor, the write buffer and Data-In budgets, the CHAP failure throttle and the set of live
+ * executor, the write buffer and Data-In budgets, the CHAP failure throttle, the connection slots and the set of live
  * connections (for draining on close).
  *
- * <p>Concurrency: immutable apart from the target directory (copy on write), the registry, the budgets, the throttle, the noise log and
+ * <p>Concurrency: immutable apart from the target directory (copy on write), the registry, the budgets, the throttle, the slots, the noise log and
  * the connection set, which are thread-safe.
  */
 final class ServerContext {
@@ -27,6 +27,8 @@ final class ServerContext {
     final RateLimitedLog connectionNoise = new RateLimitedLog(LoggerFactory.getLogger(IscsiConnection.class), 10,
             TimeUnit.SECONDS);
     final Set<IscsiConnection> connections = ConcurrentHashMap.newKeySet();
+    /** Who holds the connection slots: bounds per address, per initiator name and in total. */
+    final ConnectionSlots slots;
     /** Read per login and per SendTargets; changed at run time by the server's administration. */
     final TargetDirectory directory;
 
@@ -36,6 +38,8 @@ final class ServerContext {
         this.writeBuffers = new WriteBufferBudget(settings.writeBufferBudget());
         this.dataIn = new DataInBudget(settings.dataInBudget(), settings.dataInPerSession());
         this.authFailures = new AuthFailureThrottle(settings.authFailureDelay());
+        this.slots = new ConnectionSlots(settings.maxConnections(), settings.maxConnectionsPerAddress(),
+                settings.maxSessionsPerInitiator());
         this.directory = new TargetDirectory(targetList);
     }
 

@@ -26,6 +26,11 @@ final class SessionRegistry {
         return sessions.put(nexus, connection);
     }
 
+    /** Whether a session holds the nexus now (a login with it reinstates that session). */
+    synchronized boolean holds(String nexus) {
+        return sessions.containsKey(nexus);
+    }
+
     /** Removes the nexus if {@code connection} still holds it; true if it did (it must then report nexus removal). */
     synchronized boolean unregister(String nexus, IscsiConnection connection) {
         return sessions.remove(nexus, connection);

@@ -211,7 +211,11 @@ public final class StripestackServer implements Closeable {
                 .dataInBudget(s.sessionLimits().dataInBudget())
                 .dataInPerSession(s.sessionLimits().dataInPerSession())
                 .maxConnections(s.sessionLimits().maxConnections())
-                .authFailureDelay(Duration.ofMillis(s.sessionLimits().authFailureDelayMillis()));
+                .authFailureDelay(Duration.ofMillis(s.sessionLimits().authFailureDelayMillis()))
+                .maxConnectionsPerAddress(s.sessionLimits().maxConnectionsPerAddress())
+                .maxSessionsPerInitiator(s.sessionLimits().maxSessionsPerInitiator())
+                .loginIdleTimeout(Duration.ofSeconds(s.sessionLimits().loginIdleTimeoutSeconds()))
+                .writeBufferPerSession(s.sessionLimits().writeBufferPerSession());
         for (Portal p : s.portals()) {
             b.bind(new InetSocketAddress(p.host(), p.port()));
         }

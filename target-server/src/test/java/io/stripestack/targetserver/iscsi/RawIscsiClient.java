@@ -50,14 +50,27 @@ final class RawIscsiClient implements AutoCloseable {
     final Socket socket;
     private final DataInputStream in;
     private final OutputStream out;
+    /** The ISID of this client's logins (another one makes another session of the same initiator name). */
+    long isid = ISID;
     private int itt = 1;
     int cmdSn = 1;
     private int expStatSn;
 
     RawIscsiClient(int port, int receiveBuffer) throws IOException {
+        this(null, port, receiveBuffer);
+    }
+
+    /**
+     * A client whose connection comes from {@code sourceAddress} (a loopback address such as 127.0.0.2, so that
+     * one test can be several hosts), or from any address when null.
+     */
+    RawIscsiClient(String sourceAddress, int port, int receiveBuffer) throws IOException {
         socket = new Socket();
         if (receiveBuffer > 0) {
             socket.setReceiveBufferSize(receiveBuffer);
+        }
+        if (sourceAddress != null) {
+            socket.bind(new InetSocketAddress(sourceAddress, 0));
         }
         socket.connect(new InetSocketAddress("127.0.0.1", port), 5000);
         socket.setSoTimeout(10_000);
@@ -98,7 +111,7 @@ final class RawIscsiClient implements AutoCloseable {
     /** One login request; returns the target's response. */
     Pdu login(int currentStage, boolean transit, int nextStage, byte[] keys) throws IOException {
         ByteBuffer h = header(0x43, (transit ? 0x80 : 0) | currentStage << 2 | (transit ? nextStage : 0), keys.length);
-        h.putLong(8, ISID << 16);
+        h.putLong(8, isid << 16);
         h.putInt(16, itt);
         h.putInt(24, cmdSn);
         h.putInt(28, expStatSn);

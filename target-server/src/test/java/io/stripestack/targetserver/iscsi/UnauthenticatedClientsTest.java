@@ -1,0 +1,273 @@
+package io.stripestack.targetserver.iscsi;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.stripestack.blockdev.MemoryBlockDevice;
+import io.stripestack.targetserver.config.ServerDefaults;
+import io.stripestack.targetserver.iscsi.RawIscsiClient.Pdu;
+import io.stripestack.targetserver.scsi.LogicalUnit;
+import io.stripestack.targetserver.scsi.LogicalUnitIdentity;
+import io.stripestack.targetserver.scsi.ScsiTarget;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Clients that never authenticate try to keep a CHAP tenant from being served, over real TCP: they hold
+ * connection slots, guess under the tenant's initiator name, and back their guesses with logins of their own.
+ * Attackers connect from other loopback addresses (127.0.0.2 and up) than the tenant (127.0.0.1), as other
+ * hosts would. Each test fails on a server that lets the attack through.
+ */
+class UnauthenticatedClientsTest {
+    static final String VICTIM_IQN = "iqn.2026-11.io.stripestack:victim";
+    static final String OWN_IQN = "iqn.2026-11.io.stripestack:attackers-own";
+    static final String OPEN_IQN = "iqn.2026-11.io.stripestack:open";
+    static final String TENANT = "iqn.2026-11.io.tenant:good";
+    static final String CHAP_USER = "tenant";
+    static final byte[] CHAP_SECRET = "tenant-secret-1".getBytes(StandardCharsets.UTF_8);
+    static final String OWN_USER = "attacker";
+    static final byte[] OWN_SECRET = "attacker-secret".getBytes(StandardCharsets.UTF_8);
+    static final byte[] WRONG = "a wrong guess".getBytes(StandardCharsets.UTF_8);
+    static final String TENANT_ADDRESS = "127.0.0.1";
+
+    private ExecutorService ioExecutor;
+    private IscsiServer server;
+    private int port;
+    private final List<AutoCloseable> held = new ArrayList<>();
+
+    private void start(IscsiServerSettings.Builder settings) throws IOException {
+        ioExecutor = Executors.newFixedThreadPool(4);
+        server = new IscsiServer(settings.bind(new InetSocketAddress(TENANT_ADDRESS, 0)).build(), List.of(
+                IscsiTargetDefinition.builder(VICTIM_IQN, target(VICTIM_IQN)).chap(CHAP_USER, CHAP_SECRET).build(),
+                IscsiTargetDefinition.builder(OWN_IQN, target(OWN_IQN)).chap(OWN_USER, OWN_SECRET).build(),
+                IscsiTargetDefinition.builder(OPEN_IQN, target(OPEN_IQN)).build()),
+                ioExecutor);
+        server.start();
+        port = server.boundPort();
+    }
+
+    private static ScsiTarget target(String iqn) {
+        return new ScsiTarget(Map.of(0L, new LogicalUnit(new MemoryBlockDevice(iqn, 16 << 20, 512),
+                LogicalUnitIdentity.of(UUID.nameUUIDFromBytes(iqn.getBytes(StandardCharsets.UTF_8))), false)));
+    }
+
+    private static IscsiServerSettings.Builder settings() {
+        return IscsiServerSettings.builder().nopInInterval(Duration.ZERO);
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        for (AutoCloseable c : held) {
+            c.close();
+        }
+        held.clear();
+        if (server != null) {
+            server.close();
+        }
+        if (ioExecutor != null) {
+            ioExecutor.shutdownNow();
+        }
+    }
+
+    /** The n-th attacking host: 127.0.0.2 and up. */
+    private static String attacker(int n) {
+        return "127.0.0." + (2 + n);
+    }
+
+    /**
+     * The tenant logs in with CHAP from its own address, reaches the full feature phase and runs a command;
+     * returns the failed login's status, or -1 when the target closed the connection before answering.
+     */
+    private int tenantLogsIn() throws IOException {
+        try (RawIscsiClient tenant = new RawIscsiClient(TENANT_ADDRESS, port, 0)) {
+            tenant.socket.setSoTimeout(60_000);
+            Pdu chap = tenant.loginChap(VICTIM_IQN, TENANT, CHAP_USER, CHAP_SECRET);
+            if (chap.loginStatus() != 0) {
+                return chap.loginStatus();
+            }
+            Pdu full = tenant.login(1, true, 3, RawIscsiClient.text("InitialR2T=Yes", "ImmediateData=No"));
+            if (full.loginStatus() != 0) {
+                return full.loginStatus();
+            }
+            tenant.takeUnitAttention();
+            return 0;
+        } catch (java.io.EOFException | java.net.SocketException e) {
+            return -1;
+        }
+    }
+
+    /** A CHAP login's status, or -1 when the target closed the connection before answering it. */
+    private int chapLogin(String from, String target, String initiator, String user, byte[] secret) throws IOException {
+        try (RawIscsiClient client = new RawIscsiClient(from, port, 0)) {
+            client.socket.setSoTimeout(120_000);
+            return client.loginChap(target, initiator, user, secret).loginStatus();
+        } catch (java.io.EOFException | java.net.SocketException e) {
+            return -1;
+        }
+    }
+
+    private void awaitConnections(int atLeast) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (server.connectionCount() < atLeast && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        // the server's event loops take the last ones in: let them, so the tenant comes after the attack
+        Thread.sleep(300);
+    }
+
+    // ---------------------------------------------------------------- connection slots
+
+    @Test
+    @Timeout(120)
+    void idleConnectionsFromOneAddressDoNotTakeTheTenantsSlot() throws Exception {
+        start(settings());
+        for (int i = 0; i < ServerDefaults.MAX_CONNECTIONS; i++) {
+            Socket idle = new Socket();
+            idle.bind(new InetSocketAddress(attacker(0), 0));
+            idle.connect(new InetSocketAddress(TENANT_ADDRESS, port), 5000);
+            held.add(idle);
+        }
+        awaitConnections(ServerDefaults.MAX_CONNECTIONS_PER_ADDRESS);
+        for (int i = 0; i < 5; i++) {
+            assertEquals(0, tenantLogsIn(), "tenant login " + i + " while one address holds idle connections");
+        }
+    }
+
+    @Test
+    @Timeout(120)
+    void idleConnectionsFromManyAddressesMakeRoomForTheTenant() throws Exception {
+        start(settings().maxConnections(64).maxConnectionsPerAddress(16));
+        for (int i = 0; i < 64; i++) {
+            Socket idle = new Socket();
+            idle.bind(new InetSocketAddress(attacker(i % 4), 0));
+            idle.connect(new InetSocketAddress(TENANT_ADDRESS, port), 5000);
+            held.add(idle);
+        }
+        awaitConnections(64);
+        for (int i = 0; i < 5; i++) {
+            assertEquals(0, tenantLogsIn(), "tenant login " + i + " while every slot is held by idle connections");
+        }
+    }
+
+    @Test
+    @Timeout(120)
+    void discoverySessionsThatStayAliveMakeRoomForTheTenant() throws Exception {
+        start(settings().maxConnections(64).maxConnectionsPerAddress(16));
+        for (int i = 0; i < 64; i++) {
+            RawIscsiClient discovery = new RawIscsiClient(attacker(i % 4), port, 0);
+            held.add(discovery);
+            Pdu answer = discovery.login(1, true, 3, RawIscsiClient.text("InitiatorName=iqn.2026-11.io.attacker:d" + i,
+                    "SessionType=Discovery"));
+            assertEquals(0, answer.loginStatus(), "discovery login " + i);
+        }
+        for (int i = 0; i < 5; i++) {
+            assertEquals(0, tenantLogsIn(), "tenant login " + i + " while discovery sessions hold every slot");
+        }
+    }
+
+    @Test
+    @Timeout(60)
+    void oneInitiatorNameHoldsAtMostItsSessions() throws Exception {
+        start(settings().maxSessionsPerInitiator(2));
+        for (int i = 0; i < 2; i++) {
+            RawIscsiClient session = new RawIscsiClient(attacker(i), port, 0);
+            held.add(session);
+            session.isid = RawIscsiClient.ISID + i;
+            assertEquals(0, session.loginNormal(OPEN_IQN, "iqn.2026-11.io.attacker:one-name").loginStatus());
+        }
+        try (RawIscsiClient third = new RawIscsiClient(attacker(2), port, 0)) {
+            third.isid = RawIscsiClient.ISID + 2;
+            assertEquals(0x0302, third.loginNormal(OPEN_IQN, "iqn.2026-11.io.attacker:one-name").loginStatus(),
+                    "out of resources");
+        }
+        // reinstating a session it holds (same ISID) is not one more
+        try (RawIscsiClient again = new RawIscsiClient(attacker(2), port, 0)) {
+            again.isid = RawIscsiClient.ISID + 1;
+            assertEquals(0, again.loginNormal(OPEN_IQN, "iqn.2026-11.io.attacker:one-name").loginStatus(),
+                    "session reinstatement");
+        }
+        assertEquals(0, tenantLogsIn());
+    }
+
+    @Test
+    @Timeout(60)
+    void aConnectionSilentWhileLoggingInIsClosedLongBeforeTheLoginTimeout() throws Exception {
+        start(settings().loginIdleTimeout(Duration.ofSeconds(1)).loginTimeout(Duration.ofSeconds(50)));
+        try (RawIscsiClient silent = new RawIscsiClient(attacker(0), port, 0)) {
+            silent.socket.setSoTimeout(30_000);
+            assertTrue(silent.closedByTarget(), "closed within 30 s, with a login timeout of 50 s");
+        }
+    }
+
+    // ---------------------------------------------------------------- CHAP penalties
+
+    @Test
+    @Timeout(180)
+    void guessesUnderTheTenantsNameFromAnotherAddressNeverKeepTheRightSecretOut() throws Exception {
+        start(settings().authFailureDelay(Duration.ofSeconds(60)).loginTimeout(Duration.ofSeconds(10)));
+        assertEquals(0x0201, chapLogin(attacker(0), VICTIM_IQN, TENANT, CHAP_USER, WRONG));
+        // the attacker keeps guessing under the tenant's name meanwhile, from several addresses
+        AtomicBoolean attacking = new AtomicBoolean(true);
+        ExecutorService guessers = Executors.newFixedThreadPool(2);
+        List<Future<?>> guesses = new ArrayList<>();
+        for (int a = 0; a < 2; a++) {
+            String from = attacker(a);
+            guesses.add(guessers.submit(() -> {
+                while (attacking.get()) {
+                    chapLogin(from, VICTIM_IQN, TENANT, CHAP_USER, WRONG);
+                }
+                return null;
+            }));
+        }
+        try {
+            for (int i = 0; i < 3; i++) {
+                assertEquals(0, tenantLogsIn(), "tenant login " + i + " with the right secret");
+            }
+        } finally {
+            attacking.set(false);
+            stop();
+            guessers.shutdown();
+            assertTrue(guessers.awaitTermination(60, TimeUnit.SECONDS));
+        }
+    }
+
+    @Test
+    @Timeout(180)
+    void aSuccessBetweenGuessesDoesNotResetTheAddressPenalty() throws Exception {
+        start(settings().authFailureDelay(Duration.ofSeconds(1)).loginTimeout(Duration.ofSeconds(6)));
+        String from = attacker(0);
+        boolean slowedPastTheLoginTimer = false;
+        for (int round = 0; round < 6 && !slowedPastTheLoginTimer; round++) {
+            // a fresh name per guess, and its own valid login between guesses, as the attacker did
+            int guess = chapLogin(from, VICTIM_IQN, "iqn.2026-11.io.attacker:g" + round, CHAP_USER, WRONG);
+            if (guess == -1) {
+                slowedPastTheLoginTimer = true;
+                break;
+            }
+            assertEquals(0x0201, guess);
+            int own = chapLogin(from, OWN_IQN, "iqn.2026-11.io.attacker:own", OWN_USER, OWN_SECRET);
+            if (own == -1) {
+                slowedPastTheLoginTimer = true;
+            } else {
+                assertEquals(0, own, "the attacker's own login");
+            }
+        }
+        assertTrue(slowedPastTheLoginTimer, "the address's penalty kept doubling across its successes until its"
+                + " logins waited past the login timer");
+    }
+}
