@@ -49,6 +49,7 @@ final class DataOutCollector {
         int immediateLength = immediate.readableBytes();
         int firstBurst = Math.min(params.firstBurstLength, edtl);
         task.unsolicitedPending = !finalBit && !params.initialR2T && immediateLength < firstBurst;
+        task.lastDataOutNanos = ctx.executor().ticker().nanoTime();
         task.dataEnd = immediateLength;
         task.nextR2tOffset = immediateLength;
         int unsolicitedLength = task.unsolicitedPending ? firstBurst : immediateLength;
@@ -200,10 +201,14 @@ final class DataOutCollector {
         }
     }
 
-    /** A write with R2Ts outstanding whose last R2T or Data-Out is older than {@code deadline}, or null. */
+    /**
+     * A write whose initiator owes it data (an R2T outstanding, or its unsolicited burst not ended) and whose
+     * last R2T, Data-Out or command is older than {@code deadline}, or null. A write waiting only for budget owes
+     * nothing: the target is the one to move.
+     */
     IscsiTask stalledSince(Iterable<IscsiTask> writes, long deadline) {
         for (IscsiTask task : writes) {
-            if (task.outstandingR2ts > 0 && task.lastDataOutNanos - deadline <= 0) {
+            if ((task.outstandingR2ts > 0 || task.unsolicitedPending) && task.lastDataOutNanos - deadline <= 0) {
                 return task;
             }
         }

@@ -72,6 +72,10 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     private TextRequests text;
     private final IntObjectHashMap<IscsiTask> tasksByItt = new IntObjectHashMap<>();
     private final IntObjectHashMap<IscsiTask> tasksByTtt = new IntObjectHashMap<>();
+    /** Write buffer bytes this session holds of the server's budget (guarded by the {@link WriteBufferBudget} monitor). */
+    long writeBufferHeld;
+    /** Bytes of the unsolicited allowance this session holds (guarded likewise). */
+    long unsolicitedHeld;
     private int lastTtt;
     private int executing;
     /** Immediate commands in {@link #tasksByItt}: the CmdSN window does not bound them, this count does. */
@@ -604,15 +608,16 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
 
     /**
      * Pings an initiator silent for a whole interval; drops it if it stays silent another one. Also
-     * drops one that leaves an R2T unanswered for a whole interval: its write holds write buffer
-     * budget other sessions may wait for, and ErrorRecoveryLevel 0 has no other way to end it.
+     * drops one whose write gets none of the data due for a whole interval (an R2T unanswered, or an
+     * unsolicited burst left open): its write holds write buffer budget other sessions may wait for,
+     * and ErrorRecoveryLevel 0 has no other way to end it.
      */
     private void checkLiveness() {
         long now = ctx.executor().ticker().nanoTime();
         long interval = server.settings.nopInInterval().toNanos();
         IscsiTask stalled = dataOut == null ? null : dataOut.stalledSince(tasksByTtt.values(), now - interval);
         if (stalled != null) {
-            log.info("{}: no Data-Out for the R2T of write ITT 0x{} ({} bytes) within {}; closing", remote(),
+            log.info("{}: write ITT 0x{} ({} bytes) got none of the Data-Out due within {}; closing", remote(),
                     Integer.toHexString(stalled.itt), stalled.expectedTransferLength(), server.settings.nopInInterval());
             ctx.close();
             return;

@@ -35,7 +35,7 @@ final class ServerContext {
     ServerContext(IscsiServerSettings settings, List<IscsiTargetDefinition> targetList, Executor ioExecutor) {
         this.settings = settings;
         this.ioExecutor = ioExecutor;
-        this.writeBuffers = new WriteBufferBudget(settings.writeBufferBudget());
+        this.writeBuffers = new WriteBufferBudget(settings.writeBufferBudget(), settings.writeBufferPerSession());
         this.dataIn = new DataInBudget(settings.dataInBudget(), settings.dataInPerSession());
         this.authFailures = new AuthFailureThrottle(settings.authFailureDelay());
         this.slots = new ConnectionSlots(settings.maxConnections(), settings.maxConnectionsPerAddress(),

@@ -2,7 +2,10 @@ package io.stripestack.targetserver.iscsi;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -30,16 +33,26 @@ import java.util.concurrent.atomic.LongAdder;
  * </ul>
  * So the write buffers in use never exceed max(budget, largest single command) plus the allowance.
  *
+ * <p>Each session may hold at most its <em>share</em> ({@link IscsiServerSettings#writeBufferPerSession()}) of
+ * the budget, or one command when it holds nothing, and a quarter of its share of the allowance: a command
+ * beyond its session's share waits behind that session's earlier ones (or, for its unsolicited data, is
+ * refused) without holding up the queue for other sessions, so a few sessions whose writes stall cannot hold
+ * the whole budget while their data never comes.
+ *
  * <p>Concurrency: thread-safe; every method may be called from any event loop (and
  * {@link #release} from an I/O worker). The monitor of this object guards the pool counters, the
- * queue and the two budget fields of each {@link IscsiTask} ({@code budgetHeld},
- * {@code unsolicitedHeld}, {@code queuedForBudget}). A grant made by a release on another thread is
+ * queue, the three budget fields of each {@link IscsiTask} ({@code budgetHeld},
+ * {@code unsolicitedHeld}, {@code queuedForBudget}) and each connection's {@code writeBufferHeld} and
+ * {@code unsolicitedHeld}. A grant made by a release on another thread is
  * delivered with {@link IscsiConnection#writeBufferGranted}, outside the monitor, which hops onto the
  * task's event loop; a grant and an abort of the same task may cross, so releasing is idempotent.
  */
 final class WriteBufferBudget {
     private final long budgetBytes;
     private final long unsolicitedAllowanceBytes;
+    private final long perSessionBytes;
+    /** Sessions whose first waiting command their share holds back, during one pass over the queue. */
+    private final Map<IscsiConnection, Boolean> passedSessions = new IdentityHashMap<>();
     private final ArrayDeque<IscsiTask> queue = new ArrayDeque<>();
     private long grantedBytes;
     private long unsolicitedBytes;
@@ -47,9 +60,10 @@ final class WriteBufferBudget {
     private final LongAdder commandsWaited = new LongAdder();
     private final LongAdder commandsRefused = new LongAdder();
 
-    WriteBufferBudget(long budgetBytes) {
+    WriteBufferBudget(long budgetBytes, long perSessionBytes) {
         this.budgetBytes = budgetBytes;
         this.unsolicitedAllowanceBytes = budgetBytes / 4;
+        this.perSessionBytes = perSessionBytes;
     }
 
     long budgetBytes() {
@@ -60,13 +74,42 @@ final class WriteBufferBudget {
         return unsolicitedAllowanceBytes;
     }
 
-    /** Takes the task's whole buffer from the budget if nobody waits and it fits; never queues. */
+    /**
+     * Takes the task's whole buffer from the budget if it fits, its session's share too, and no command of
+     * another session that its own share allows waits for room; never queues.
+     */
     synchronized boolean tryReserve(IscsiTask task) {
-        if (!queue.isEmpty() || !fits(task.expectedTransferLength())) {
+        long bytes = task.expectedTransferLength();
+        if (!shareFits(task.connection, bytes) || !fits(bytes) || mustWaitBehindQueue(task.connection)) {
             return false;
         }
         grant(task);
         return true;
+    }
+
+    /**
+     * Whether a new command of {@code session} must queue behind the waiting ones: the session has one waiting
+     * (a session's commands are granted in order), or another session's first waiting command is held back by
+     * the budget rather than by its session's share.
+     */
+    private boolean mustWaitBehindQueue(IscsiConnection session) {
+        if (queue.isEmpty()) {
+            return false;
+        }
+        passedSessions.clear();
+        for (IscsiTask waiting : queue) {
+            if (waiting.connection == session) {
+                return true;
+            }
+            if (passedSessions.containsKey(waiting.connection)) {
+                continue;
+            }
+            if (shareFits(waiting.connection, waiting.expectedTransferLength())) {
+                return true;
+            }
+            passedSessions.put(waiting.connection, Boolean.TRUE);
+        }
+        return false;
     }
 
     /**
@@ -85,11 +128,14 @@ final class WriteBufferBudget {
 
     /** Takes {@code bytes} of unsolicited data for the task from the allowance, if they fit. */
     synchronized boolean tryHoldUnsolicited(IscsiTask task, int bytes) {
-        if (unsolicitedBytes + bytes > unsolicitedAllowanceBytes) {
+        IscsiConnection session = task.connection;
+        if (unsolicitedBytes + bytes > unsolicitedAllowanceBytes
+                || session.unsolicitedHeld != 0 && session.unsolicitedHeld + bytes > perSessionBytes / 4) {
             return false;
         }
         unsolicitedBytes += bytes;
         task.unsolicitedHeld = bytes;
+        session.unsolicitedHeld += bytes;
         notePeak();
         return true;
     }
@@ -97,6 +143,7 @@ final class WriteBufferBudget {
     /** The task's unsolicited data moved into its granted buffer: its allowance returns. */
     synchronized void releaseUnsolicited(IscsiTask task) {
         unsolicitedBytes -= task.unsolicitedHeld;
+        task.connection.unsolicitedHeld -= task.unsolicitedHeld;
         task.unsolicitedHeld = 0;
     }
 
@@ -113,18 +160,35 @@ final class WriteBufferBudget {
         List<IscsiTask> granted = null;
         synchronized (this) {
             unsolicitedBytes -= task.unsolicitedHeld;
+            task.connection.unsolicitedHeld -= task.unsolicitedHeld;
             task.unsolicitedHeld = 0;
             if (task.budgetHeld) {
                 task.budgetHeld = false;
                 grantedBytes -= task.expectedTransferLength();
+                task.connection.writeBufferHeld -= task.expectedTransferLength();
             } else if (task.queuedForBudget) {
                 task.queuedForBudget = false;
                 queue.remove(task);
             } else {
                 return;
             }
-            while (!queue.isEmpty() && fits(queue.peek().expectedTransferLength())) {
-                IscsiTask next = queue.poll();
+            // in arrival order; a command its share holds back is passed over with its session's later ones, the
+            // first one the budget holds back stops the round, so that a large command is not starved by small ones
+            passedSessions.clear();
+            for (Iterator<IscsiTask> it = queue.iterator(); it.hasNext(); ) {
+                IscsiTask next = it.next();
+                long bytes = next.expectedTransferLength();
+                if (passedSessions.containsKey(next.connection)) {
+                    continue;
+                }
+                if (!shareFits(next.connection, bytes)) {
+                    passedSessions.put(next.connection, Boolean.TRUE);
+                    continue;
+                }
+                if (!fits(bytes)) {
+                    break;
+                }
+                it.remove();
                 next.queuedForBudget = false;
                 grant(next);
                 if (granted == null) {
@@ -144,8 +208,13 @@ final class WriteBufferBudget {
         return grantedBytes == 0 || grantedBytes + bytes <= budgetBytes;
     }
 
+    private boolean shareFits(IscsiConnection session, long bytes) {
+        return session.writeBufferHeld == 0 || session.writeBufferHeld + bytes <= perSessionBytes;
+    }
+
     private void grant(IscsiTask task) {
         grantedBytes += task.expectedTransferLength();
+        task.connection.writeBufferHeld += task.expectedTransferLength();
         task.budgetHeld = true;
         notePeak();
     }

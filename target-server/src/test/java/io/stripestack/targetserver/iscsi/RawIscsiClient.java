@@ -208,6 +208,19 @@ final class RawIscsiClient implements AutoCloseable {
         send(h, data);
     }
 
+    /** Answers a NOP-In that asks for it (a target's ping) with a NOP-Out, as a live initiator does. */
+    void answerNopIn(Pdu nopIn) throws IOException {
+        if (nopIn.ttt() == 0xffffffff) {
+            return;
+        }
+        ByteBuffer h = header(0x00 | 0x40, 0x80, 0);
+        h.putInt(16, 0xffffffff);
+        h.putInt(20, nopIn.ttt());
+        h.putInt(24, cmdSn);
+        h.putInt(28, expStatSn);
+        send(h, null);
+    }
+
     Pdu next() throws IOException {
         byte[] header = new byte[48];
         in.readFully(header);

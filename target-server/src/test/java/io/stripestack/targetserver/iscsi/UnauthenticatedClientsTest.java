@@ -270,4 +270,85 @@ class UnauthenticatedClientsTest {
         assertTrue(slowedPastTheLoginTimer, "the address's penalty kept doubling across its successes until its"
                 + " logins waited past the login timer");
     }
+
+    // ---------------------------------------------------------------- stalled unsolicited writes
+
+    /** Logs in to the open target from {@code from} and sends writes of {@code bytes} that announce unsolicited data and send none. */
+    private RawIscsiClient stallingWriter(String from, int writes, int bytes) throws IOException {
+        RawIscsiClient attacker = new RawIscsiClient(from, port, 0);
+        held.add(attacker);
+        assertEquals(0, attacker.loginNormal(OPEN_IQN, "iqn.2026-11.io.attacker:stall-" + from, "InitialR2T=No",
+                "ImmediateData=Yes", "FirstBurstLength=262144", "MaxBurstLength=1048576").loginStatus());
+        for (int i = 0; i < writes; i++) {
+            attacker.scsiCommand(RawIscsiClient.write10((long) i * (bytes / 512), bytes / 512), bytes, false, true, false,
+                    null, false);
+        }
+        return attacker;
+    }
+
+    private void awaitWriteBuffersInUse(long atLeast) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (server.writeBufferStats().bytesInUse() < atLeast && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        assertTrue(server.writeBufferStats().bytesInUse() >= atLeast, server.writeBufferStats().toString());
+    }
+
+    /** A client without authentication writes 64 KiB through R2T and reads the status; returns it. */
+    private int goodClientWrites(String target) throws IOException {
+        try (RawIscsiClient good = new RawIscsiClient(TENANT_ADDRESS, port, 0)) {
+            good.socket.setSoTimeout(30_000);
+            assertEquals(0, good.loginNormal(target, "iqn.2026-11.io.tenant:writer", "InitialR2T=Yes",
+                    "ImmediateData=No").loginStatus());
+            int bytes = 64 << 10;
+            int tag = good.scsiCommand(RawIscsiClient.write10(0, bytes / 512), bytes, false, true, false, null, true);
+            Pdu r2t = good.next();
+            assertEquals(0x31, r2t.opcode(), "R2T for the good client's write");
+            good.dataOut(tag, r2t.ttt(), 0, 0, true, new byte[bytes]);
+            return good.readResult(tag, 0).getValue().byte3();
+        }
+    }
+
+    @Test
+    @Timeout(120)
+    void stalledUnsolicitedWritesHoldNoMoreThanTheirSessionsShares() throws Exception {
+        start(settings().writeBufferBudget(16 << 20).writeBufferPerSession(4 << 20));
+        for (int a = 0; a < 3; a++) {
+            stallingWriter(attacker(a), 16, 4 << 20);
+        }
+        awaitWriteBuffersInUse(12 << 20);
+        assertEquals(0, goodClientWrites(OPEN_IQN), "GOOD");
+        // each attacker: one 4 MiB write in its share, unsolicited data up to a quarter of it; then the good write
+        assertTrue(server.writeBufferStats().peakBytesInUse() <= 3 * (5 << 20) + (64 << 10),
+                "three shares and the good write at most: " + server.writeBufferStats());
+    }
+
+    @Test
+    @Timeout(120)
+    void aWriteWhoseUnsolicitedDataNeverComesClosesItsConnection() throws Exception {
+        start(settings().writeBufferBudget(16 << 20).nopInInterval(Duration.ofSeconds(1)));
+        RawIscsiClient attacker = stallingWriter(attacker(0), 2, 4 << 20);
+        boolean closed = false;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        attacker.socket.setSoTimeout(1000);
+        while (!closed && System.nanoTime() < deadline) {
+            try {
+                Pdu pdu = attacker.nextOrNull();
+                if (pdu == null) {
+                    closed = true;
+                } else if (pdu.opcode() == 0x20) {
+                    attacker.answerNopIn(pdu); // alive: only the stalled write may end it
+                }
+            } catch (java.net.SocketTimeoutException e) {
+                // nothing yet
+            }
+        }
+        assertTrue(closed, "the connection of a write whose data never comes is closed");
+        long budgetDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (server.writeBufferStats().bytesInUse() != 0 && System.nanoTime() < budgetDeadline) {
+            Thread.sleep(20);
+        }
+        assertEquals(0, server.writeBufferStats().bytesInUse(), "its buffers returned");
+        assertEquals(0, goodClientWrites(OPEN_IQN), "GOOD");
+    }
 }
