@@ -8,6 +8,7 @@ import io.netty.channel.EventLoop;
 import io.netty.util.collection.IntObjectHashMap;
 import io.netty.util.concurrent.Promise;
 import io.netty.util.concurrent.ScheduledFuture;
+import io.stripestack.targetserver.scsi.CopyLimits;
 import io.stripestack.targetserver.scsi.ScsiCommand;
 import io.stripestack.targetserver.scsi.ScsiCommandRouter;
 import java.net.InetSocketAddress;
@@ -36,8 +37,8 @@ import org.slf4j.LoggerFactory;
  * <p>Concurrency: this object and every part above are owned by the channel's event loop. SCSI
  * commands run on the server's I/O executor ({@link IscsiTask}) and come back to the event loop to
  * answer; nothing here blocks. Other threads only call {@link #drain()},
- * {@link #closeForReinstatement()}, {@link #closeFromAnyThread()}, {@link #writeBufferGranted} and
- * {@link #dataInBudgetReturned}, which hop onto the event loop.
+ * {@link #closeForReinstatement()}, {@link #closeFromAnyThread()}, {@link #writeBufferGranted},
+ * {@link #copyGranted} and {@link #dataInBudgetReturned}, which hop onto the event loop.
  */
 final class IscsiConnection extends ChannelInboundHandlerAdapter {
     private static final Logger log = LoggerFactory.getLogger(IscsiConnection.class);
@@ -217,6 +218,9 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
             dataIn.dropWaiting();
         }
         server.dataIn.forget(this);
+        for (IscsiTask copy : server.copies.withdrawAll(this)) {
+            dropUnstarted(copy);
+        }
         for (IscsiTask task : tasksSnapshot()) {
             task.aborted = true;
             if (task.state == IscsiTask.State.COLLECTING_DATA) {
@@ -519,8 +523,33 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
             taskExecuted(task);
             return;
         }
+        if (CopyLimits.isCopy(task.command)) {
+            if (!server.copies.tryStart(task)) {
+                return; // waits for copyGranted, holding no worker
+            }
+            task.copyRunning = true;
+        }
         if (dataIn.admit(task)) {
             execute(task);
+        }
+    }
+
+    /** Any thread: the copy gate lets a waiting EXTENDED COPY run; it runs on the event loop's hand-off. */
+    void copyGranted(IscsiTask copy) {
+        try {
+            ctx.executor().execute(() -> {
+                copy.copyRunning = true;
+                if (copy.aborted || !ctx.channel().isActive()) {
+                    // aborted as the grant crossed its withdrawal: it ends without running
+                    copy.command.completeWithStatus(ScsiCommand.TASK_ABORTED);
+                    copy.state = IscsiTask.State.DONE;
+                    taskExecuted(copy);
+                } else {
+                    execute(copy);
+                }
+            });
+        } catch (RejectedExecutionException e) {
+            server.copies.ended(copy);
         }
     }
 
@@ -537,6 +566,10 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     /** Back on the event loop after execution: answer, release, return the CmdSN slot. */
     void taskExecuted(IscsiTask task) {
         executing--;
+        if (task.copyRunning) {
+            task.copyRunning = false;
+            server.copies.ended(task);
+        }
         forget(task);
         sequence.retire(task.immediate);
         if (task.aborted || !ctx.channel().isActive()) {

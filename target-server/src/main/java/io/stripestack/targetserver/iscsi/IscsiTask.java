@@ -73,6 +73,8 @@ final class IscsiTask implements Runnable {
     boolean dataPhaseError;
     /** Bytes this read holds of the Data-In budget, from its dispatch until its last PDU is written. */
     int dataInHeld;
+    /** An EXTENDED COPY the {@link CopyGate} let run: its end must be reported there. */
+    boolean copyRunning;
     /** Set by task management: the response is suppressed, buffers released. */
     boolean aborted;
     /** Task management requests waiting for this task to end. */

@@ -27,6 +27,8 @@ final class ServerContext {
     final RateLimitedLog connectionNoise = new RateLimitedLog(LoggerFactory.getLogger(IscsiConnection.class), 10,
             TimeUnit.SECONDS);
     final Set<IscsiConnection> connections = ConcurrentHashMap.newKeySet();
+    /** EXTENDED COPY commands running and waiting. */
+    final CopyGate copies = new CopyGate();
     /** Who holds the connection slots: bounds per address, per initiator name and in total. */
     final ConnectionSlots slots;
     /** Read per login and per SendTargets; changed at run time by the server's administration. */

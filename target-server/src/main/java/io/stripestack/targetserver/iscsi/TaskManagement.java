@@ -101,7 +101,8 @@ final class TaskManagement {
         if (task.aborted) {
             return;
         }
-        if (task.state == IscsiTask.State.COLLECTING_DATA || connection.dataIn().withdraw(task)) {
+        if (task.state == IscsiTask.State.COLLECTING_DATA || connection.dataIn().withdraw(task)
+                || server.copies.withdraw(task)) {
             connection.dropUnstarted(task);
         } else {
             task.aborted = true;

@@ -30,12 +30,6 @@ import java.util.Map;
 final class CopyManager {
     /** The largest buffer one EXTENDED COPY reads into and writes from. */
     static final int COPY_BUFFER_BYTES = 1 << 20;
-    /**
-     * Copies the copy manager runs at once, as reported (TOTAL CONCURRENT COPIES, MAXIMUM CONCURRENT COPIES): it
-     * refuses none itself, the transport's queue depth and I/O workers bound them; 255 is every list identifier
-     * of a nexus.
-     */
-    static final int CONCURRENT_COPIES = 255;
 
     /** COPY MANAGER STATUS of the COPY STATUS data (SPC-4 6.18.3). */
     private static final int IN_PROGRESS = 0x00;
@@ -277,8 +271,9 @@ final class CopyManager {
         Cdb.put32(d, 12, CopyParameterList.MAX_DESCRIPTOR_LIST_LENGTH);
         Cdb.put32(d, 16, maxSegmentBytes(blockSize));
         // MAXIMUM INLINE DATA LENGTH, HELD DATA LIMIT, MAXIMUM STREAM DEVICE TRANSFER SIZE: 0 (none).
-        Cdb.put16(d, 34, CONCURRENT_COPIES);                      // TOTAL CONCURRENT COPIES
-        d[36] = (byte) CONCURRENT_COPIES;                         // MAXIMUM CONCURRENT COPIES
+        // TOTAL CONCURRENT COPIES, MAXIMUM CONCURRENT COPIES: what the transport lets run at once (CopyLimits)
+        Cdb.put16(d, 34, CopyLimits.CONCURRENT_COPIES);
+        d[36] = (byte) CopyLimits.CONCURRENT_COPIES;
         d[37] = (byte) Integer.numberOfTrailingZeros(blockSize);  // DATA SEGMENT GRANULARITY (log2)
         // INLINE DATA GRANULARITY and HELD DATA GRANULARITY: 0 (2^0 bytes; neither is supported).
         d[43] = (byte) descriptorTypes.length;

@@ -113,7 +113,8 @@ final class InquiryData {
      * Third-party Copy (SPC-4 7.8.17): the copy manager's descriptors Supported Commands (EXTENDED COPY(LID1),
      * RECEIVE COPY RESULTS' COPY STATUS and OPERATING PARAMETERS), Parameter Data, Supported Descriptors,
      * Supported CSCD Descriptor IDs (none) and General Copy Operations, with the limits of
-     * {@link CopyParameterList} and {@link CopyManager} that RECEIVE COPY OPERATING PARAMETERS reports too.
+     * {@link CopyParameterList}, {@link CopyManager} and {@link CopyLimits} that RECEIVE COPY OPERATING PARAMETERS
+     * reports too.
      */
     static byte[] thirdPartyCopy(int blockSize) {
         byte[] supportedCommands = {3 + 4,
@@ -129,8 +130,8 @@ final class InquiryData {
             (byte) CopyParameterList.IDENTIFICATION_DESCRIPTOR};
         byte[] supportedCscdIds = new byte[2]; // SUPPORTED CSCD IDS LIST LENGTH 0
         byte[] generalCopyOperations = new byte[32];
-        Cdb.put32(generalCopyOperations, 0, CopyManager.CONCURRENT_COPIES);   // TOTAL CONCURRENT COPIES
-        Cdb.put32(generalCopyOperations, 4, CopyManager.CONCURRENT_COPIES);   // MAXIMUM IDENTIFIED CONCURRENT COPIES
+        Cdb.put32(generalCopyOperations, 0, CopyLimits.CONCURRENT_COPIES);    // TOTAL CONCURRENT COPIES
+        Cdb.put32(generalCopyOperations, 4, CopyLimits.CONCURRENT_COPIES);    // MAXIMUM IDENTIFIED CONCURRENT COPIES
         Cdb.put32(generalCopyOperations, 8, CopyManager.maxSegmentBytes(blockSize));
         generalCopyOperations[12] = (byte) Integer.numberOfTrailingZeros(blockSize); // DATA SEGMENT GRANULARITY
         // INLINE DATA GRANULARITY (byte 13): 0.

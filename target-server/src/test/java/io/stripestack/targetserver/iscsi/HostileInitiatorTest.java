@@ -255,6 +255,9 @@ class HostileInitiatorTest {
 
     // ---------------------------------------------------------------- CHAP guessing
 
+    // A failure's penalty lasts until its address is quiet (a success does not clear it): each test that fails CHAP
+    // logins does so from an address of its own, so that no other test's logins wait for it.
+
     @Test
     @Timeout(60)
     void chapGuessesAreSlowedPerInitiatorAndPerAddressWhateverTheConnections() throws Exception {
@@ -262,18 +265,18 @@ class HostileInitiatorTest {
         String initiator = "iqn.2026-11.io.attacker:guesser";
         long start = System.nanoTime();
         for (int i = 0; i < 4; i++) {
-            try (RawIscsiClient guesser = new RawIscsiClient(port)) {
+            try (RawIscsiClient guesser = new RawIscsiClient("127.0.0.21", port, 0)) {
                 assertEquals(0x0201, guesser.loginChap(VICTIM_IQN, initiator, CHAP_USER, wrong).loginStatus());
             }
         }
         long sequential = System.nanoTime() - start;
         assertTrue(sequential >= TimeUnit.MILLISECONDS.toNanos(200 + 400 + 800),
                 "4 guesses took only " + sequential / 1_000_000 + " ms");
-        // the right secret still logs in, once the penalty has passed
-        try (RawIscsiClient owner = new RawIscsiClient(port)) {
+        // the right secret still logs in from that address, once its penalty has passed
+        try (RawIscsiClient owner = new RawIscsiClient("127.0.0.21", port, 0)) {
             assertEquals(0, owner.loginChap(VICTIM_IQN, initiator, CHAP_USER, CHAP_SECRET).loginStatus());
         }
-        // parallel guesses under fresh names from one address are serialized by the address
+        // parallel guesses under fresh names from one (other) address are serialized by the address
         ExecutorService parallel = Executors.newFixedThreadPool(4);
         try {
             long parallelStart = System.nanoTime();
@@ -281,7 +284,7 @@ class HostileInitiatorTest {
             for (int i = 0; i < 4; i++) {
                 String name = "iqn.2026-11.io.attacker:parallel-" + i;
                 statuses.add(parallel.submit(() -> {
-                    try (RawIscsiClient guesser = new RawIscsiClient(port)) {
+                    try (RawIscsiClient guesser = new RawIscsiClient("127.0.0.22", port, 0)) {
                         guesser.socket.setSoTimeout(30_000);
                         return guesser.loginChap(VICTIM_IQN, name, CHAP_USER, wrong).loginStatus();
                     }
@@ -351,7 +354,7 @@ class HostileInitiatorTest {
     @Test
     void malformedChapResponsesAndShortMutualChallengesAreAuthenticationFailures() throws Exception {
         for (String response : List.of("CHAP_R=0xZZ", "CHAP_R=0x" + "ab".repeat(5000))) {
-            try (RawIscsiClient client = new RawIscsiClient(port)) {
+            try (RawIscsiClient client = new RawIscsiClient("127.0.0.23", port, 0)) {
                 client.socket.setSoTimeout(30_000);
                 client.login(0, false, 0, RawIscsiClient.text("InitiatorName=iqn.2026-11.io.attacker:malformed",
                         "TargetName=" + VICTIM_IQN, "SessionType=Normal", "AuthMethod=CHAP"));
@@ -360,7 +363,7 @@ class HostileInitiatorTest {
                 assertEquals(0x0201, answer.loginStatus(), response.substring(0, Math.min(12, response.length())));
             }
         }
-        try (RawIscsiClient client = new RawIscsiClient(port)) {
+        try (RawIscsiClient client = new RawIscsiClient("127.0.0.23", port, 0)) {
             client.socket.setSoTimeout(30_000);
             client.login(0, false, 0, RawIscsiClient.text("InitiatorName=iqn.2026-11.io.tenant:mutual",
                     "TargetName=" + MUTUAL_IQN, "SessionType=Normal", "AuthMethod=CHAP"));

@@ -351,4 +351,131 @@ class UnauthenticatedClientsTest {
         assertEquals(0, server.writeBufferStats().bytesInUse(), "its buffers returned");
         assertEquals(0, goodClientWrites(OPEN_IQN), "GOOD");
     }
+
+    // ---------------------------------------------------------------- EXTENDED COPY
+
+    /** Counts the reads of at least 1 MiB under way at once (only copies read that much here) and their peak. */
+    static final class CopyWatch extends io.stripestack.blockdev.ForwardingBlockDevice {
+        final java.util.concurrent.atomic.AtomicInteger reading = new java.util.concurrent.atomic.AtomicInteger();
+        final java.util.concurrent.atomic.AtomicInteger peak = new java.util.concurrent.atomic.AtomicInteger();
+
+        CopyWatch(io.stripestack.blockdev.BlockDevice below) {
+            super(below);
+        }
+
+        @Override
+        public void read(long offset, java.nio.ByteBuffer dst) throws IOException {
+            boolean large = dst.remaining() >= 1 << 20;
+            if (large) {
+                peak.accumulateAndGet(reading.incrementAndGet(), Math::max);
+            }
+            try {
+                super.read(offset, dst);
+            } finally {
+                if (large) {
+                    reading.decrementAndGet();
+                }
+            }
+        }
+    }
+
+    /** EXTENDED COPY(LID1) of {@code segments} segments of 65,535 blocks within the unit {@code naa} names. */
+    private static byte[] floodCopy(byte[] naa, int segments) {
+        java.nio.ByteBuffer list = java.nio.ByteBuffer.allocate(16 + 32 + 28 * segments);
+        list.put(1, (byte) (3 << 3));                 // LIST ID USAGE 11b: no list identifier
+        list.putShort(2, (short) 32);                 // one target descriptor
+        list.putInt(8, 28 * segments);
+        list.put(16, (byte) 0xE4).put(20, (byte) 0x01).put(21, (byte) 0x03).put(23, (byte) naa.length);
+        list.put(24, naa);
+        list.put(16 + 30, (byte) 0x02);               // DISK BLOCK LENGTH 512
+        for (int i = 0; i < segments; i++) {
+            int at = 48 + 28 * i;
+            list.put(at, (byte) 0x02).putShort(at + 2, (short) 24).putShort(at + 10, (short) 0xFFFF)
+                    .putLong(at + 12, 0).putLong(at + 20, 65536);
+        }
+        return list.array();
+    }
+
+    private static byte[] cdb(int... bytes) {
+        byte[] c = new byte[16];
+        for (int i = 0; i < bytes.length; i++) {
+            c[i] = (byte) bytes[i];
+        }
+        return c;
+    }
+
+    @Test
+    @Timeout(300)
+    void extendedCopyFloodsRunWithinTheAdvertisedLimitsAndOtherSessionsAreServed() throws Exception {
+        String iqn = "iqn.2026-11.io.stripestack:copies";
+        LogicalUnitIdentity identity = LogicalUnitIdentity.of(UUID.nameUUIDFromBytes(iqn.getBytes(StandardCharsets.UTF_8)));
+        CopyWatch disk = new CopyWatch(new MemoryBlockDevice("copies", 64 << 20, 512));
+        ioExecutor = Executors.newFixedThreadPool(4);
+        server = new IscsiServer(settings().bind(new InetSocketAddress(TENANT_ADDRESS, 0)).build(), List.of(
+                IscsiTargetDefinition.builder(iqn, new ScsiTarget(Map.of(0L, new LogicalUnit(disk, identity, false))))
+                        .build()), ioExecutor);
+        server.start();
+        port = server.boundPort();
+
+        // what the copy manager advertises: the Third-party Copy VPD page and RECEIVE COPY OPERATING PARAMETERS
+        int advertised;
+        try (RawIscsiClient probe = new RawIscsiClient(TENANT_ADDRESS, port, 0)) {
+            probe.loginNormal(iqn, "iqn.2026-11.io.tenant:probe");
+            int vpd = probe.scsiCommand(cdb(0x12, 0x01, 0x8F, 0x04, 0x00, 0), 1024, true, false, false, null, true);
+            java.nio.ByteBuffer page = java.nio.ByteBuffer.wrap(probe.readResult(vpd, 1024).getKey());
+            int at = 4;
+            advertised = -1;
+            while (at + 4 <= 4 + page.getShort(2)) {
+                int type = page.getShort(at) & 0xffff;
+                if (type == 0x8001) {           // General Copy Operations: TOTAL CONCURRENT COPIES
+                    advertised = page.getInt(at + 4);
+                }
+                at += 4 + (page.getShort(at + 2) & 0xffff);
+            }
+            int parameters = probe.scsiCommand(cdb(0x84, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 64), 64 << 8, true, false,
+                    false, null, true);
+            java.nio.ByteBuffer operating = java.nio.ByteBuffer.wrap(probe.readResult(parameters, 64 << 8).getKey());
+            assertEquals(advertised, operating.getShort(34) & 0xffff, "RECEIVE COPY OPERATING PARAMETERS agrees");
+        }
+        assertTrue(advertised > 0 && advertised < 4, "a bound below the I/O workers, advertised: " + advertised);
+
+        // one session without authentication asks for 64 copies of 16 x 65,535 blocks
+        int flood = 64;
+        java.util.concurrent.atomic.AtomicInteger copiesAnswered = new java.util.concurrent.atomic.AtomicInteger();
+        RawIscsiClient attacker = new RawIscsiClient(attacker(0), port, 0);
+        held.add(attacker);
+        attacker.socket.setSoTimeout(0);
+        attacker.loginNormal(iqn, "iqn.2026-11.io.attacker:copier");
+        byte[] list = floodCopy(identity.naa(), 16);
+        byte[] xcopy = cdb(0x83, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, list.length >>> 8, list.length);
+        ExecutorService reader = Executors.newSingleThreadExecutor();
+        try {
+            reader.submit(() -> {
+                while (attacker.nextOrNull() != null) {
+                    copiesAnswered.incrementAndGet();
+                }
+                return null;
+            });
+            for (int i = 0; i < flood; i++) {
+                attacker.scsiCommand(xcopy, list.length, false, true, false, list, true);
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (disk.reading.get() == 0 && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            // another session's 4 KiB read is answered while the copies are still waiting their turn
+            try (RawIscsiClient tenant = new RawIscsiClient(TENANT_ADDRESS, port, 0)) {
+                tenant.socket.setSoTimeout(240_000);
+                tenant.loginNormal(iqn, "iqn.2026-11.io.tenant:reader");
+                int tag = tenant.scsiCommand(RawIscsiClient.read10(0, 8), 4096, true, false, false, null, true);
+                assertEquals(0, tenant.readResult(tag, 4096).getValue().byte3(), "GOOD");
+            }
+            int answered = copiesAnswered.get();
+            assertTrue(answered < flood / 2, answered + " of " + flood + " copies ran before another session's read");
+        } finally {
+            attacker.close();
+            reader.shutdownNow();
+        }
+        assertTrue(disk.peak.get() <= advertised, disk.peak.get() + " copies ran at once, " + advertised + " advertised");
+    }
 }
