@@ -682,11 +682,14 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
         logoutPending = true;
         dataIn.dropWaiting();
         updateAutoRead();
-        // commands still waiting for Data-Out can never complete now
+        // commands still waiting for Data-Out can never complete now; copies waiting for their turn need not
         for (IscsiTask task : tasksSnapshot()) {
             if (task.state == IscsiTask.State.COLLECTING_DATA) {
                 dropUnstarted(task);
             }
+        }
+        for (IscsiTask copy : server.copies.withdrawAll(this)) {
+            dropUnstarted(copy);
         }
         if (executing == 0) {
             sendLogoutResponse();

@@ -208,6 +208,15 @@ final class RawIscsiClient implements AutoCloseable {
         send(h, data);
     }
 
+    /** Sends an immediate Logout Request (close the session); the answer is read like any PDU. */
+    void sendLogout() throws IOException {
+        ByteBuffer h = header(0x06 | 0x40, 0x80, 0);
+        h.putInt(16, itt++);
+        h.putInt(24, cmdSn);
+        h.putInt(28, expStatSn);
+        send(h, null);
+    }
+
     /** Answers a NOP-In that asks for it (a target's ping) with a NOP-Out, as a live initiator does. */
     void answerNopIn(Pdu nopIn) throws IOException {
         if (nopIn.ttt() == 0xffffffff) {

@@ -450,11 +450,14 @@ class UnauthenticatedClientsTest {
         byte[] xcopy = cdb(0x83, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, list.length >>> 8, list.length);
         ExecutorService reader = Executors.newSingleThreadExecutor();
         try {
-            reader.submit(() -> {
-                while (attacker.nextOrNull() != null) {
+            Future<Integer> answeredBeforeLogout = reader.submit(() -> {
+                for (Pdu answer; (answer = attacker.nextOrNull()) != null; ) {
+                    if (answer.opcode() == 0x26) {
+                        return copiesAnswered.get();
+                    }
                     copiesAnswered.incrementAndGet();
                 }
-                return null;
+                return -1;
             });
             for (int i = 0; i < flood; i++) {
                 attacker.scsiCommand(xcopy, list.length, false, true, false, list, true);
@@ -472,6 +475,11 @@ class UnauthenticatedClientsTest {
             }
             int answered = copiesAnswered.get();
             assertTrue(answered < flood / 2, answered + " of " + flood + " copies ran before another session's read");
+            // logging out drops the copies still waiting: the logout is answered without running them all
+            attacker.sendLogout();
+            int beforeLogout = answeredBeforeLogout.get(240, TimeUnit.SECONDS);
+            assertTrue(beforeLogout >= 0 && beforeLogout < flood, beforeLogout + " of " + flood
+                    + " copies ran before the logout was answered");
         } finally {
             attacker.close();
             reader.shutdownNow();
