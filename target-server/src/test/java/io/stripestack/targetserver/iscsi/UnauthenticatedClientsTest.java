@@ -404,23 +404,75 @@ class UnauthenticatedClientsTest {
         return c;
     }
 
-    @Test
-    @Timeout(300)
-    void extendedCopyFloodsRunWithinTheAdvertisedLimitsAndOtherSessionsAreServed() throws Exception {
-        String iqn = "iqn.2026-11.io.stripestack:copies";
-        LogicalUnitIdentity identity = LogicalUnitIdentity.of(UUID.nameUUIDFromBytes(iqn.getBytes(StandardCharsets.UTF_8)));
+    static final String COPY_IQN = "iqn.2026-11.io.stripestack:copies";
+    static final LogicalUnitIdentity COPY_IDENTITY =
+            LogicalUnitIdentity.of(UUID.nameUUIDFromBytes(COPY_IQN.getBytes(StandardCharsets.UTF_8)));
+
+    /** A target without authentication over one 64 MiB unit whose copy reads are watched, 4 I/O workers. */
+    private CopyWatch startCopyTarget() throws IOException {
         CopyWatch disk = new CopyWatch(new MemoryBlockDevice("copies", 64 << 20, 512));
         ioExecutor = Executors.newFixedThreadPool(4);
         server = new IscsiServer(settings().bind(new InetSocketAddress(TENANT_ADDRESS, 0)).build(), List.of(
-                IscsiTargetDefinition.builder(iqn, new ScsiTarget(Map.of(0L, new LogicalUnit(disk, identity, false))))
-                        .build()), ioExecutor);
+                IscsiTargetDefinition.builder(COPY_IQN,
+                        new ScsiTarget(Map.of(0L, new LogicalUnit(disk, COPY_IDENTITY, false)))).build()), ioExecutor);
         server.start();
         port = server.boundPort();
+        return disk;
+    }
+
+    /** Sends {@code copies} EXTENDED COPY commands of {@code segments} segments each; returns their ITTs in order. */
+    private static List<Integer> sendCopies(RawIscsiClient client, int copies, int segments) throws IOException {
+        byte[] list = floodCopy(COPY_IDENTITY.naa(), segments);
+        byte[] xcopy = cdb(0x83, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, list.length >>> 8, list.length);
+        List<Integer> tags = new ArrayList<>();
+        for (int i = 0; i < copies; i++) {
+            tags.add(client.scsiCommand(xcopy, list.length, false, true, false, list, true));
+        }
+        return tags;
+    }
+
+    @Test
+    @Timeout(300)
+    void aSessionsCopyWaitsForOneCopyOfAnotherSessionsQueueNotForAllOfIt() throws Exception {
+        startCopyTarget();
+        RawIscsiClient flooder = new RawIscsiClient(attacker(0), port, 0);
+        held.add(flooder);
+        flooder.socket.setSoTimeout(0);
+        flooder.loginNormal(COPY_IQN, "iqn.2026-11.io.attacker:copier");
+        java.util.concurrent.atomic.AtomicInteger flooderAnswered = new java.util.concurrent.atomic.AtomicInteger();
+        ExecutorService reader = Executors.newSingleThreadExecutor();
+        try {
+            reader.submit(() -> {
+                while (flooder.nextOrNull() != null) {
+                    flooderAnswered.incrementAndGet();
+                }
+                return null;
+            });
+            int flood = 64;
+            sendCopies(flooder, flood, 16);
+            try (RawIscsiClient tenant = new RawIscsiClient(TENANT_ADDRESS, port, 0)) {
+                tenant.socket.setSoTimeout(240_000);
+                tenant.loginNormal(COPY_IQN, "iqn.2026-11.io.tenant:copier");
+                int tag = sendCopies(tenant, 1, 4).get(0);
+                assertEquals(0, tenant.readResult(tag, 0).getValue().byte3(), "the tenant's copy GOOD");
+            }
+            int before = flooderAnswered.get();
+            assertTrue(before < flood / 2, before + " of the other session's " + flood + " copies ran before the tenant's");
+        } finally {
+            flooder.close();
+            reader.shutdownNow();
+        }
+    }
+
+    @Test
+    @Timeout(300)
+    void extendedCopyFloodsRunWithinTheAdvertisedLimitsAndOtherSessionsAreServed() throws Exception {
+        CopyWatch disk = startCopyTarget();
 
         // what the copy manager advertises: the Third-party Copy VPD page and RECEIVE COPY OPERATING PARAMETERS
         int advertised;
         try (RawIscsiClient probe = new RawIscsiClient(TENANT_ADDRESS, port, 0)) {
-            probe.loginNormal(iqn, "iqn.2026-11.io.tenant:probe");
+            probe.loginNormal(COPY_IQN, "iqn.2026-11.io.tenant:probe");
             int vpd = probe.scsiCommand(cdb(0x12, 0x01, 0x8F, 0x04, 0x00, 0), 1024, true, false, false, null, true);
             java.nio.ByteBuffer page = java.nio.ByteBuffer.wrap(probe.readResult(vpd, 1024).getKey());
             int at = 4;
@@ -445,9 +497,7 @@ class UnauthenticatedClientsTest {
         RawIscsiClient attacker = new RawIscsiClient(attacker(0), port, 0);
         held.add(attacker);
         attacker.socket.setSoTimeout(0);
-        attacker.loginNormal(iqn, "iqn.2026-11.io.attacker:copier");
-        byte[] list = floodCopy(identity.naa(), 16);
-        byte[] xcopy = cdb(0x83, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, list.length >>> 8, list.length);
+        attacker.loginNormal(COPY_IQN, "iqn.2026-11.io.attacker:copier");
         ExecutorService reader = Executors.newSingleThreadExecutor();
         try {
             Future<Integer> answeredBeforeLogout = reader.submit(() -> {
@@ -459,9 +509,7 @@ class UnauthenticatedClientsTest {
                 }
                 return -1;
             });
-            for (int i = 0; i < flood; i++) {
-                attacker.scsiCommand(xcopy, list.length, false, true, false, list, true);
-            }
+            sendCopies(attacker, flood, 16);
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
             while (disk.reading.get() == 0 && System.nanoTime() < deadline) {
                 Thread.sleep(5);
@@ -469,7 +517,7 @@ class UnauthenticatedClientsTest {
             // another session's 4 KiB read is answered while the copies are still waiting their turn
             try (RawIscsiClient tenant = new RawIscsiClient(TENANT_ADDRESS, port, 0)) {
                 tenant.socket.setSoTimeout(240_000);
-                tenant.loginNormal(iqn, "iqn.2026-11.io.tenant:reader");
+                tenant.loginNormal(COPY_IQN, "iqn.2026-11.io.tenant:reader");
                 int tag = tenant.scsiCommand(RawIscsiClient.read10(0, 8), 4096, true, false, false, null, true);
                 assertEquals(0, tenant.readResult(tag, 4096).getValue().byte3(), "GOOD");
             }
