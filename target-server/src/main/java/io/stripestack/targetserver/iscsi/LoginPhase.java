@@ -38,7 +38,8 @@ final class LoginPhase {
     private ScheduledFuture<?> timer;
     /** Closes the connection when it stays silent {@link IscsiServerSettings#loginIdleTimeout()} while logging in. */
     private ScheduledFuture<?> idleTimer;
-    private long lastRequestNanos;
+    /** The latest request received or answer sent: silence is counted from it. */
+    private long lastExchangeNanos;
 
     LoginPhase(IscsiConnection connection, ServerContext server, ChannelHandlerContext ctx) {
         this.connection = connection;
@@ -47,7 +48,7 @@ final class LoginPhase {
         this.negotiator = new LoginNegotiator(server.settings, server::target);
         long timeoutMillis = server.settings.loginTimeout().toMillis();
         timer = ctx.executor().schedule(this::timedOut, timeoutMillis, TimeUnit.MILLISECONDS);
-        lastRequestNanos = ctx.executor().ticker().nanoTime();
+        lastExchangeNanos = ctx.executor().ticker().nanoTime();
         scheduleIdleCheck(server.settings.loginIdleTimeout().toNanos());
     }
 
@@ -88,14 +89,15 @@ final class LoginPhase {
 
     /**
      * A connection that says nothing while logging in only holds a slot: it is closed long before the login
-     * timeout. One whose request waits for the CHAP failure throttle is waiting for the target, not idle.
+     * timeout. Silence counts from the latest request or answer; one whose request waits for the CHAP failure
+     * throttle is waiting for the target, not idle.
      */
     private void checkIdle() {
         if (idleTimer == null) {
             return;
         }
         long timeout = server.settings.loginIdleTimeout().toNanos();
-        long silent = ctx.executor().ticker().nanoTime() - lastRequestNanos;
+        long silent = ctx.executor().ticker().nanoTime() - lastExchangeNanos;
         if (deferred || silent < timeout) {
             scheduleIdleCheck(deferred ? timeout : timeout - silent);
             return;
@@ -105,7 +107,7 @@ final class LoginPhase {
     }
 
     void onPdu(IscsiPdu pdu) {
-        lastRequestNanos = ctx.executor().ticker().nanoTime();
+        lastExchangeNanos = ctx.executor().ticker().nanoTime();
         // read as a login request even when it is none: the refusal echoes its ITT and ISID
         LoginRequestHeader h = requestHeader.wrap(pdu.header());
         if (deferred) {
@@ -298,5 +300,6 @@ final class LoginPhase {
                 .status(status);
         connection.sequence().stamp(h);
         ctx.write(h.toPdu(data), ctx.voidPromise());
+        lastExchangeNanos = ctx.executor().ticker().nanoTime();
     }
 }
