@@ -450,6 +450,11 @@ class UnauthenticatedClientsTest {
             });
             int flood = 64;
             sendCopies(flooder, flood, 16);
+            // the first copy answered: the server has taken every one of them in
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+            while (flooderAnswered.get() == 0 && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
             try (RawIscsiClient tenant = new RawIscsiClient(TENANT_ADDRESS, port, 0)) {
                 tenant.socket.setSoTimeout(240_000);
                 tenant.loginNormal(COPY_IQN, "iqn.2026-11.io.tenant:copier");
