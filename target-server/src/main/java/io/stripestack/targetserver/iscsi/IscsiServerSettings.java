@@ -116,7 +116,7 @@ public final class IscsiServerSettings {
      * write always fits when the session holds nothing.
      */
     public long writeBufferPerSession() { return writeBufferPerSession; }
-    /** How long a connection still logging in may stay silent (before its first request, or between two). */
+    /** How long a connection still logging in may stay silent (from connect, or from its latest request or answer). */
     public Duration loginIdleTimeout() { return loginIdleTimeout; }
     /**
      * The answer to a failed CHAP login waits this long, doubled for each further failure of the
