@@ -197,8 +197,8 @@ public final class ConfigLoader {
         }
         return new ServerConfig(List.copyOf(portals), List.copyOf(advertise), tpgt, queueDepth, ioThreads, mrdsl,
                 maxBurst, firstBurst, immediateData, initialR2T, nopIn, admin, metrics, readaheadBudget, writeBufferBudget,
-                new StripestackConfig.SessionLimits(dataInBudget, dataInPerSession, maxConnections, authFailureDelayMillis,
-                        perAddress, perInitiator, loginIdle, writeBufferPerSession),
+                new StripestackConfig.SessionLimits(dataInBudget, dataInPerSession, maxConnections,
+                        authFailureDelayMillis, perAddress, perInitiator, loginIdle, writeBufferPerSession),
                 autosave);
     }
 

@@ -33,8 +33,9 @@ public record StripestackConfig(Path file, Path dataDir, ServerConfig server, Ma
      * a session's share of the write buffer budget, and the first delay after a failed CHAP login (doubling
      * per failure).
      */
-    public record SessionLimits(long dataInBudget, long dataInPerSession, int maxConnections, long authFailureDelayMillis,
-            int maxConnectionsPerAddress, int maxSessionsPerInitiator, int loginIdleTimeoutSeconds,
+    public record SessionLimits(long dataInBudget, long dataInPerSession, int maxConnections,
+            long authFailureDelayMillis, int maxConnectionsPerAddress, int maxSessionsPerInitiator,
+            int loginIdleTimeoutSeconds,
             long writeBufferPerSession) {
     }
 

@@ -58,7 +58,8 @@ final class ConnectionSlots {
     /** A new connection from {@code address}: admitted (it then holds a slot until {@link #release}) or refused. */
     synchronized Admission admit(IscsiConnection connection, String address) {
         if (byAddress.getOrDefault(address, 0) >= perAddress) {
-            return new Admission(false, null, perAddress + " connections from this address (server.max_connections_per_address)");
+            return new Admission(false, null,
+                    perAddress + " connections from this address (server.max_connections_per_address)");
         }
         IscsiConnection displaced = null;
         if (slots.size() >= maxConnections) {

@@ -73,7 +73,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
     private TextRequests text;
     private final IntObjectHashMap<IscsiTask> tasksByItt = new IntObjectHashMap<>();
     private final IntObjectHashMap<IscsiTask> tasksByTtt = new IntObjectHashMap<>();
-    /** Write buffer bytes this session holds of the server's budget (guarded by the {@link WriteBufferBudget} monitor). */
+    /** Write buffer bytes this session holds (guarded by the {@link WriteBufferBudget} monitor). */
     long writeBufferHeld;
     /** Bytes of the unsolicited allowance this session holds (guarded likewise). */
     long unsolicitedHeld;
@@ -195,8 +195,8 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter {
             return;
         }
         if (admission.displaced() != null) {
-            server.connectionNoise.warn("{}: closed to make room for {}: every slot is taken (server.max_connections) and it"
-                    + " was the oldest connection still logging in or in a discovery session",
+            server.connectionNoise.warn("{}: closed to make room for {}: every slot is taken (server.max_connections)"
+                    + " and it was the oldest connection still logging in or in a discovery session",
                     admission.displaced().remote(), remote());
             admission.displaced().closeFromAnyThread();
         }

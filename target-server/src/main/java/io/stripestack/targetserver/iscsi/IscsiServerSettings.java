@@ -200,14 +200,20 @@ public final class IscsiServerSettings {
         public Builder dataInPerSession(long bytes) { this.dataInPerSession = bytes; return this; }
         /** TCP connections at once, 1..65536 (default 256). */
         public Builder maxConnections(int connections) { this.maxConnections = connections; return this; }
-        /** TCP connections from one remote address at once, 1..65536 (default {@link ServerDefaults#MAX_CONNECTIONS_PER_ADDRESS}). */
-        public Builder maxConnectionsPerAddress(int connections) { this.maxConnectionsPerAddress = connections; return this; }
-        /** Normal sessions of one initiator name at once, 1..65536 (default {@link ServerDefaults#MAX_SESSIONS_PER_INITIATOR}). */
+        /** TCP connections from one remote address at once, 1..65536 (default 64). */
+        public Builder maxConnectionsPerAddress(int connections) {
+            this.maxConnectionsPerAddress = connections;
+            return this;
+        }
+        /** Normal sessions of one initiator name at once, 1..65536 (default 64). */
         public Builder maxSessionsPerInitiator(int sessions) { this.maxSessionsPerInitiator = sessions; return this; }
-        /** Write buffer bytes one session may hold, 64 KiB..writeBufferBudget (default {@link ServerDefaults#WRITE_BUFFER_PER_SESSION}, at most the budget). */
+        /** Write buffer bytes one session may hold, 64 KiB..writeBufferBudget (default 64 MiB, at most the budget). */
         public Builder writeBufferPerSession(long bytes) { this.writeBufferPerSession = bytes; return this; }
-        /** Silence allowed during login before the connection is closed (default {@link ServerDefaults#LOGIN_IDLE_TIMEOUT_SECONDS} s). */
-        public Builder loginIdleTimeout(Duration timeout) { this.loginIdleTimeout = Objects.requireNonNull(timeout); return this; }
+        /** Silence allowed during login before the connection is closed (default 5 s). */
+        public Builder loginIdleTimeout(Duration timeout) {
+            this.loginIdleTimeout = Objects.requireNonNull(timeout);
+            return this;
+        }
         /** First delay of a failed CHAP login's answer (default 1 s; zero disables). */
         public Builder authFailureDelay(Duration delay) { this.authFailureDelay = Objects.requireNonNull(delay); return this; }
         /** Idle time before a NOP-In ping (default {@link ServerDefaults#NOP_IN_INTERVAL_SECONDS} s, as a configured server; zero disables; a second silent interval drops the connection). */

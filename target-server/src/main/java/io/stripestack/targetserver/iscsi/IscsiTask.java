@@ -61,7 +61,7 @@ final class IscsiTask implements Runnable {
     /** Buffer offset of the first R2T's burst, -1 before it; each later burst follows the one before. */
     int firstR2tOffset = -1;
     int outstandingR2ts;
-    /** Ticker time of the command, or of the latest R2T sent or Data-Out received (a stalled write ends the connection). */
+    /** Ticker time of the command or its latest R2T or Data-Out (a stalled write ends the connection). */
     long lastDataOutNanos;
     int r2tSn;
     /** DataSN the next Data-Out must carry: counts within each sequence (unsolicited burst or R2T). */

@@ -102,7 +102,8 @@ final class LoginPhase {
             scheduleIdleCheck(deferred ? timeout : timeout - silent);
             return;
         }
-        log.debug("{}: silent for {} while logging in; closing", connection.remote(), server.settings.loginIdleTimeout());
+        log.debug("{}: silent for {} while logging in; closing", connection.remote(),
+                server.settings.loginIdleTimeout());
         ctx.close();
     }
 
@@ -211,7 +212,8 @@ final class LoginPhase {
                     server.sessions.holds(IscsiConnection.nexus(negotiator.initiatorName(), isid, negotiator.target(),
                             server.settings)))) {
                 refuse(h, LoginNegotiator.STATUS_OUT_OF_RESOURCES, currentStage, "its initiator name holds "
-                        + server.settings.maxSessionsPerInitiator() + " sessions already (server.max_sessions_per_initiator)");
+                        + server.settings.maxSessionsPerInitiator()
+                        + " sessions already (server.max_sessions_per_initiator)");
                 return;
             }
             end();

@@ -13,8 +13,8 @@ import org.slf4j.LoggerFactory;
  * executor, the write buffer and Data-In budgets, the CHAP failure throttle, the connection slots and the set of live
  * connections (for draining on close).
  *
- * <p>Concurrency: immutable apart from the target directory (copy on write), the registry, the budgets, the throttle, the slots, the noise log and
- * the connection set, which are thread-safe.
+ * <p>Concurrency: immutable apart from the target directory (copy on write), the registry, the budgets, the
+ * throttle, the slots, the copy gate, the noise log and the connection set, which are thread-safe.
  */
 final class ServerContext {
     final IscsiServerSettings settings;

@@ -159,12 +159,14 @@ class ConfigLoaderTest {
         assertEquals(5, defaults.loginIdleTimeoutSeconds());
         assertEquals(64L << 20, defaults.writeBufferPerSession());
         StripestackConfig.SessionLimits set = parse("""
-                server: {data_in_budget: 64MiB, data_in_per_session: 8MiB, max_connections: 16, auth_failure_delay_ms: 0,
+                server: {data_in_budget: 64MiB, data_in_per_session: 8MiB, max_connections: 16,
+                         auth_failure_delay_ms: 0,
                          max_connections_per_address: 4, max_sessions_per_initiator: 2, login_idle_timeout_seconds: 3,
                          write_buffer_budget: 32MiB, write_buffer_per_session: 8MiB}
                 """ + targets).server().sessionLimits();
         assertEquals(new StripestackConfig.SessionLimits(64L << 20, 8L << 20, 16, 0, 4, 2, 3, 8L << 20), set);
-        String shareTooLarge = errorOf("server: {write_buffer_budget: 16MiB, write_buffer_per_session: 32MiB}\n" + targets);
+        String shareTooLarge = errorOf("server: {write_buffer_budget: 16MiB, write_buffer_per_session: 32MiB}\n"
+                + targets);
         assertTrue(shareTooLarge.contains("write_buffer_per_session"), shareTooLarge);
         assertEquals(16L << 20, parse("server: {write_buffer_budget: 16MiB}\n" + targets).server().sessionLimits()
                 .writeBufferPerSession(), "the write share never exceeds the budget");

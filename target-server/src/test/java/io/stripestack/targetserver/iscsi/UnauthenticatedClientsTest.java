@@ -273,15 +273,16 @@ class UnauthenticatedClientsTest {
 
     // ---------------------------------------------------------------- stalled unsolicited writes
 
-    /** Logs in to the open target from {@code from} and sends writes of {@code bytes} that announce unsolicited data and send none. */
+    /** Logs in to the open target from {@code from}; sends writes of {@code bytes} that announce unsolicited data. */
     private RawIscsiClient stallingWriter(String from, int writes, int bytes) throws IOException {
         RawIscsiClient attacker = new RawIscsiClient(from, port, 0);
         held.add(attacker);
         assertEquals(0, attacker.loginNormal(OPEN_IQN, "iqn.2026-11.io.attacker:stall-" + from, "InitialR2T=No",
                 "ImmediateData=Yes", "FirstBurstLength=262144", "MaxBurstLength=1048576").loginStatus());
         for (int i = 0; i < writes; i++) {
-            attacker.scsiCommand(RawIscsiClient.write10((long) i * (bytes / 512), bytes / 512), bytes, false, true, false,
-                    null, false);
+            int blocks = bytes / 512;
+            byte[] cdb = RawIscsiClient.write10((long) i * blocks, blocks);
+            attacker.scsiCommand(cdb, bytes, false, true, false, null, false); // F=0 and no data: none ever comes
         }
         return attacker;
     }
@@ -462,7 +463,8 @@ class UnauthenticatedClientsTest {
                 assertEquals(0, tenant.readResult(tag, 0).getValue().byte3(), "the tenant's copy GOOD");
             }
             int before = flooderAnswered.get();
-            assertTrue(before < flood / 2, before + " of the other session's " + flood + " copies ran before the tenant's");
+            assertTrue(before < flood / 2,
+                    before + " of the other session's " + flood + " copies ran before the tenant's");
         } finally {
             flooder.close();
             reader.shutdownNow();
@@ -489,8 +491,8 @@ class UnauthenticatedClientsTest {
                 }
                 at += 4 + (page.getShort(at + 2) & 0xffff);
             }
-            int parameters = probe.scsiCommand(cdb(0x84, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 64), 64 << 8, true, false,
-                    false, null, true);
+            byte[] receiveCopyOperatingParameters = cdb(0x84, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 64);
+            int parameters = probe.scsiCommand(receiveCopyOperatingParameters, 64 << 8, true, false, false, null, true);
             java.nio.ByteBuffer operating = java.nio.ByteBuffer.wrap(probe.readResult(parameters, 64 << 8).getKey());
             assertEquals(advertised, operating.getShort(34) & 0xffff, "RECEIVE COPY OPERATING PARAMETERS agrees");
         }
@@ -537,6 +539,7 @@ class UnauthenticatedClientsTest {
             attacker.close();
             reader.shutdownNow();
         }
-        assertTrue(disk.peak.get() <= advertised, disk.peak.get() + " copies ran at once, " + advertised + " advertised");
+        assertTrue(disk.peak.get() <= advertised,
+                disk.peak.get() + " copies ran at once, " + advertised + " advertised");
     }
 }
