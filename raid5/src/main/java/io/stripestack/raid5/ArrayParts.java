@@ -56,7 +56,7 @@ final class ArrayParts {
                 : recordsLog ? ConsistencyPolicy.PPL : ConsistencyPolicy.BITMAP;
         this.startRecovery = recordsLog && !template.isClean() ? replayLog(name, blockSize, stats, template, options) : "";
         if (policy != ConsistencyPolicy.PPL) {
-            template.featureMap &= ~(Md1Superblock.FEATURE_PPL | Md1Superblock.FEATURE_MULTIPLE_PPLS);
+            template.featureMap &= ~Md1Superblock.FEATURE_ANY_PPL;
         } else if (!recordsLog) {
             template.featureMap = (template.featureMap & ~Md1Superblock.FEATURE_BITMAP) | Md1Superblock.FEATURE_PPL;
             PartialParityLog.place(template);

@@ -38,16 +38,21 @@ public final class Md1Superblock {
      */
     public static final int FEATURE_BAD_BLOCKS = 8;
     /**
-     * feature_map bit: the members hold a partial parity log (MD_FEATURE_PPL; mdadm's "Consistency Policy :
-     * ppl"), located by {@link #pplOffset} and {@link #pplSize}, which share the bytes of bitmap_offset: an
-     * array has a write-intent bitmap or a partial parity log, never both.
+     * feature_map bit: the members hold a partial parity log of one unit (MD_FEATURE_PPL; mdadm's "Consistency
+     * Policy : ppl"), located by {@link #pplOffset} and {@link #pplSize}, which share the bytes of bitmap_offset:
+     * an array has a write-intent bitmap or a partial parity log, never both. The kernel sets it for an area
+     * smaller than {@link PartialParityLog#MULTIPLE_UNITS_BYTES}, {@link #FEATURE_MULTIPLE_PPLS} otherwise.
      */
-    public static final int FEATURE_PPL = 1024;
+    public static final int FEATURE_PPL = 0x400;
     /**
-     * feature_map bit: the partial parity log area holds several log units one after another
-     * (MD_FEATURE_MULTIPLE_PPLS), so a reader walks it instead of reading only its first header.
+     * feature_map bit: the members hold a partial parity log whose area has room for several units one after
+     * another (MD_FEATURE_MULTIPLE_PPLS). It stands in for {@link #FEATURE_PPL}, never beside it: md.c refuses a
+     * superblock with both (the member is then left out of the array), and reads the log's offset and size
+     * when either is set.
      */
-    public static final int FEATURE_MULTIPLE_PPLS = 2048;
+    public static final int FEATURE_MULTIPLE_PPLS = 0x800;
+    /** Either partial parity log bit. */
+    public static final int FEATURE_ANY_PPL = FEATURE_PPL | FEATURE_MULTIPLE_PPLS;
     /**
      * feature_map bit: a reshape is under way (MD_FEATURE_RESHAPE_ACTIVE); {@link #reshapePosition},
      * {@link #deltaDisks}, {@link #newLevel}, {@link #newLayout} and {@link #newChunkSectors} describe it, and
@@ -55,9 +60,16 @@ public final class Md1Superblock {
      */
     public static final int FEATURE_RESHAPE_ACTIVE = 4;
     /** feature_map bit: the reshape runs from the end towards the start (MD_FEATURE_RESHAPE_BACKWARDS); never written here. */
-    public static final int FEATURE_RESHAPE_BACKWARDS = 64;
+    public static final int FEATURE_RESHAPE_BACKWARDS = 0x20;
     /** feature_map bit: {@link #newOffset} is valid, the new geometry's data starts elsewhere (MD_FEATURE_NEW_OFFSET). */
-    public static final int FEATURE_NEW_OFFSET = 128;
+    public static final int FEATURE_NEW_OFFSET = 0x40;
+    /**
+     * feature_map bit md calls MD_FEATURE_RECOVERY_BITMAP (a rebuild guided by the bitmap; meaningful only beside
+     * {@link #FEATURE_RECOVERY_OFFSET}). Earlier stripestack builds wrote it by mistake for {@link #FEATURE_NEW_OFFSET}
+     * while a reshape ran; {@link #decode} reads it as that on such a superblock only (reshape active, no recovery
+     * offset, a new offset recorded), so an array they left mid-reshape still resumes, and the next write is right.
+     */
+    static final int FEATURE_RECOVERY_BITMAP = 0x80;
     private static final int FIXED_BYTES = 256;
     private static final int MAX_ROLES = (BLOCK_BYTES - FIXED_BYTES) / 2;
 
@@ -143,8 +155,9 @@ public final class Md1Superblock {
         return (featureMap & FEATURE_BITMAP) != 0;
     }
 
+    /** Whether the members hold a partial parity log: either of md's two bits says so. */
     public boolean hasPpl() {
-        return (featureMap & FEATURE_PPL) != 0;
+        return (featureMap & FEATURE_ANY_PPL) != 0;
     }
 
     /** Whether this member is part-way through a rebuild (its data is valid below {@link #recoveryOffset}). */
@@ -313,6 +326,11 @@ public final class Md1Superblock {
         sb.newLayout = b.getInt(116);
         sb.newChunkSectors = b.getInt(120);
         sb.newOffset = b.getInt(124);
+        int legacyNewOffset = FEATURE_RESHAPE_ACTIVE | FEATURE_RECOVERY_BITMAP;
+        if ((sb.featureMap & (legacyNewOffset | FEATURE_RECOVERY_OFFSET | FEATURE_NEW_OFFSET)) == legacyNewOffset
+                && sb.newOffset != 0) {
+            sb.featureMap = (sb.featureMap & ~FEATURE_RECOVERY_BITMAP) | FEATURE_NEW_OFFSET;
+        }
         sb.devNumber = b.getInt(160);
         b.get(168, sb.deviceUuid);
         sb.bblogShift = Byte.toUnsignedInt(b.get(185));

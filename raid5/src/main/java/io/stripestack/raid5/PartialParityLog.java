@@ -204,14 +204,17 @@ final class PartialParityLog {
         this.groupShift = Math.max(0, Integer.numberOfTrailingZeros(geo.blocksPerChunk) - 6);
     }
 
+    /** The smallest area the kernel lays out as several units (two of 128 KiB of partial parity and a header each). */
+    static final long MULTIPLE_UNITS_BYTES = 2L * (128 * 1024 + PplHeader.BYTES);
+
     /**
-     * The feature bits of an array with this log: the log, and, since units are written one after another
-     * through the area, md's multiple-PPL bit, which the kernel also sets for an area of at least two
-     * 128 KiB units and their headers.
+     * The feature bit of an array with this log, as md.c's super_1_sync writes it for an area of that size
+     * (raid5-ppl.c's choice): {@link Md1Superblock#FEATURE_MULTIPLE_PPLS} alone for an area of at least
+     * {@link #MULTIPLE_UNITS_BYTES}, else {@link Md1Superblock#FEATURE_PPL} alone. Never both: the kernel refuses
+     * such a superblock and leaves that member out. The kernel walks the units of either area the same way.
      */
     static int featureBits(Md1Superblock sb) {
-        return Md1Superblock.FEATURE_PPL
-                | (sb.pplSize * 512L >= 2L * (128 * 1024 + PplHeader.BYTES) ? Md1Superblock.FEATURE_MULTIPLE_PPLS : 0);
+        return sb.pplSize * 512L >= MULTIPLE_UNITS_BYTES ? Md1Superblock.FEATURE_MULTIPLE_PPLS : Md1Superblock.FEATURE_PPL;
     }
 
     static long areaOffset(Md1Superblock sb) {

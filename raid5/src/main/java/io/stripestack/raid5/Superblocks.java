@@ -122,7 +122,7 @@ final class Superblocks {
             template.pplSize = placement.pplSize;
             template.featureMap |= Md1Superblock.FEATURE_PPL;
         } else {
-            template.featureMap &= ~(Md1Superblock.FEATURE_PPL | Md1Superblock.FEATURE_MULTIPLE_PPLS);
+            template.featureMap &= ~Md1Superblock.FEATURE_ANY_PPL;
         }
         partialParityLog = on;
         writeLocked(false);
