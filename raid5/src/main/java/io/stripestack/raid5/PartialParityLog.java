@@ -7,7 +7,6 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -24,31 +23,27 @@ import org.slf4j.LoggerFactory;
  * parity, so a member lost afterwards is rebuilt right: untouched chunks read back as they were, written
  * ones as old or new. The format is {@link PplHeader}'s, at {@link Md1Superblock#pplOffset} on every member.
  *
- * <p>Protocol per member: log units (a header and the partial parity of up to
- * {@value PplHeader#MAX_ENTRIES} rows) are written one after another through the area, each with a
- * durable write ({@link BlockDevice#writeDurable}, the FUA write md uses), one at a time: rows that arrive
- * while a unit is being written wait and go together into the next one (group commit: one log write
- * covers all of them). A row's member writes start once its unit is durable; they do not hold up the next
- * unit. When the area is full the log starts again at its beginning, after every row it holds has written
- * its members and those members were flushed, so the units from the start of the area up to the first one
- * with a lower generation name every row whose parity may disagree with its data. Recovery replays them all,
- * newest first, each entry only over the columns no newer entry of the same row decided: a row's updates are
- * serialized by its write slot and each is logged, so an older entry is still true wherever no newer one
- * touched the row, and where a newer one did, the newer one decides (it is replayed, or skipped when a data
- * member it names is missing: the older one's partial parity would then be stale). A torn unit loses nothing: its rows
- * had not touched the members. (The kernel, with the same format, writes one unit at a time per member and
- * replays only the newest; an array that crashed under stripestack is recovered by starting it here.)
+ * <p>Protocol per member, md's (raid5-ppl.c): log units (a header and the partial parity of up to
+ * {@value PplHeader#MAX_ENTRIES} rows) are written one after another through the area, each with a durable write
+ * ({@link BlockDevice#writeDurable}, the FUA write md uses), one at a time, and a unit is written only once the
+ * unit before it is retired: its rows have written their members and those members were flushed. Rows that arrive
+ * meanwhile wait and go together into the next unit (group commit: one log write covers all of them). So the
+ * newest unit of a member's log names every row whose parity may disagree with its data, after a crash of the
+ * process as after a power loss, and the kernel, which replays only that unit (the highest generation), recovers
+ * an array stripestack left as stripestack does. When the area is full the log starts again at its beginning.
  *
- * <p>A row's partial parity is computed from the data of its other chunks as this process sees them,
- * which, below a volatile cache, may not be on the media yet. So a unit whose row had an earlier update
- * over the same columns, in a chunk outside the set it writes, whose member writes were not flushed
- * since, is written only after those members
- * are flushed: otherwise, after a power loss, the newer entry (which decides those columns at replay)
- * would assume data the media never got, and a chunk neither update touched would be rebuilt wrong.
- * md flushes after every unit; here only such a unit pays a flush (a stream of small writes pays about
- * one per chunk it crosses at the same columns). The updates done since the last flush are remembered
- * per member log in a small table hashed by row, of column groups and roles: a collision costs a needless
- * flush, never a missed one.
+ * <p>Recovery here replays every unit from the start of the area up to the first one with a lower generation
+ * (what follows is left from before the area last started over), newest first, each entry only over the columns
+ * no newer entry of the same row decided: a row's updates are serialized by its write slot and each is logged, so
+ * an older entry is still true wherever no newer one touched the row, and where a newer one did, the newer one
+ * decides (it is replayed, or skipped when a data member it names is missing: the older one's partial parity
+ * would then be stale). With the units retired in order the older ones change nothing; they are read so that a
+ * log written by earlier stripestack builds, which let several units' rows write at once, is recovered in full.
+ * A torn unit loses nothing: its rows had not touched the members.
+ *
+ * <p>A row's partial parity is computed from the data of its other chunks as this process sees them, which,
+ * below a volatile cache, may not be on the media yet: the flush that retires the unit before makes an earlier
+ * update of the row durable before a newer entry (which decides those columns at replay) assumes it is.
  *
  * <p>Concurrency: each member's log state is guarded by that {@link MemberLog}'s monitor; the unit is
  * written outside it by the row thread that leads the batch (any row-updating thread, see
@@ -130,14 +125,7 @@ final class PartialParityLog {
         final Row[] batch = new Row[PplHeader.MAX_ENTRIES];
         final CRC32C crc = new CRC32C();
         // guarded by this:
-        /**
-         * Per hashed row, the column groups (see {@link #columnGroups}) of the row updates whose member
-         * writes finished since this log last flushed the members they wrote.
-         */
-        final long[] unflushedColumns = new long[UNFLUSHED_ROW_SLOTS];
-        /** Per hashed row, the roles those updates wrote. */
-        final long[] unflushedRoles = new long[UNFLUSHED_ROW_SLOTS];
-        /** Roles those updates wrote. */
+        /** Roles the rows of this log wrote since it last flushed them. */
         long unflushedMembers;
         final ArrayDeque<Row> waiting = new ArrayDeque<>();
         /** A row thread is writing a unit. */
@@ -148,8 +136,6 @@ final class PartialParityLog {
         int rowsInFlight;
         /** Where the next unit goes, from the start of the area. */
         int nextOffset;
-        /** Roles the rows logged since the area last started over wrote: flushed before it starts over again. */
-        long lapMembers;
         /**
          * The device whose area this log writes, emptied when it took the log over (at open, or as a rebuilt
          * member); another device there is emptied before its first unit.
@@ -162,10 +148,6 @@ final class PartialParityLog {
             this.unit = ByteBuffer.allocateDirect(areaBytes).order(ByteOrder.LITTLE_ENDIAN);
         }
     }
-
-    private static final int UNFLUSHED_ROW_BITS = 10;
-    /** Rows of {@link MemberLog#unflushedColumns}. */
-    private static final int UNFLUSHED_ROW_SLOTS = 1 << UNFLUSHED_ROW_BITS;
 
     private final String name;
     private final StripeGeometry geo;
@@ -180,9 +162,7 @@ final class PartialParityLog {
     private final LongAdder bytesWritten;
     private final LongAdder rowsLogged;
     private final LongAdder areaRestarts;
-    private final LongAdder orderingFlushes;
-    /** Right shift from a block of a chunk to its column group, so a chunk has at most 64 groups. */
-    private final int groupShift;
+    private final LongAdder retireFlushes;
 
     PartialParityLog(String name, StripeGeometry geo, MemberSet members, Md1Superblock sb, int blockSize, IoStats stats) {
         this.name = name;
@@ -200,8 +180,7 @@ final class PartialParityLog {
         this.bytesWritten = stats.counter("ppl_bytes");
         this.rowsLogged = stats.counter("ppl_rows");
         this.areaRestarts = stats.counter("ppl_area_restarts");
-        this.orderingFlushes = stats.counter("ppl_ordering_flushes");
-        this.groupShift = Math.max(0, Integer.numberOfTrailingZeros(geo.blocksPerChunk) - 6);
+        this.retireFlushes = stats.counter("ppl_ordering_flushes");
     }
 
     /** The smallest area the kernel lays out as several units (two of 128 KiB of partial parity and a header each). */
@@ -254,8 +233,7 @@ final class PartialParityLog {
         MemberLog log = logs[row.parityRole];
         int taken;
         int offset;
-        long lapFlush = 0;
-        long orderFlush = 0;
+        long retireFlush;
         BlockDevice device;
         boolean fresh;
         boolean interrupted = false;
@@ -298,12 +276,22 @@ final class PartialParityLog {
                 entries += next.entries;
                 log.batch[taken++] = next;
             }
-            if (dependsOnUnflushed(log, taken)) {
-                orderFlush = log.unflushedMembers;
-                clearUnflushed(log);
-                orderingFlushes.increment();
-            }
             log.writing = true;
+            // The unit before this one is retired first, as md's raid5-ppl.c does: its rows have written their
+            // members, and those members are flushed, so this unit alone names every row whose parity may
+            // disagree with its data -- which is all the kernel replays (the newest unit of a member's log).
+            while (log.rowsInFlight > 0) {
+                try {
+                    log.wait();
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+            retireFlush = log.unflushedMembers;
+            log.unflushedMembers = 0;
+            if (retireFlush != 0) {
+                retireFlushes.increment();
+            }
             device = members.roles[log.role].device;
             fresh = device != log.device;
             if (fresh) {
@@ -311,48 +299,30 @@ final class PartialParityLog {
                 log.nextOffset = 0;
             }
             if (log.nextOffset + unitBytes > areaBytes) {
-                while (log.rowsInFlight > 0) {
-                    try {
-                        log.wait();
-                    } catch (InterruptedException e) {
-                        interrupted = true;
-                    }
-                }
-                lapFlush = log.lapMembers;   // holds every role the done rows wrote, too
-                log.lapMembers = 0;
-                clearUnflushed(log);
                 log.nextOffset = 0;
                 areaRestarts.increment();
             }
             offset = log.nextOffset;
             log.generation++;
         }
-        long written = 0;
         int unitBytes = 0;
         boolean ok = false;
         try {
-            flushMembers(lapFlush | orderFlush);
+            flushMembers(retireFlush);
             if (fresh) {
                 clearArea(log.role, device);
             }
             unitBytes = writeUnit(log, taken, offset, device);
-            for (int i = 0; i < taken; i++) {
-                written |= log.batch[i].membersWritten;
-            }
             ok = true;
         } finally {
             synchronized (log) {
                 log.writing = false;
                 if (ok) {
                     log.nextOffset = offset + unitBytes;
-                    log.lapMembers |= written;
                     log.rowsInFlight += taken;
                 } else {
                     log.device = null;    // the area's state is unknown: start it afresh next time
-                    // and whether the members were flushed: the next unit flushes them
-                    log.unflushedMembers |= orderFlush | lapFlush;
-                    Arrays.fill(log.unflushedColumns, -1L);
-                    Arrays.fill(log.unflushedRoles, -1L);
+                    log.unflushedMembers |= retireFlush;   // and whether the members were flushed
                 }
                 for (int i = 0; i < taken; i++) {
                     log.batch[i].logged = true;
@@ -417,64 +387,15 @@ final class PartialParityLog {
         return area;
     }
 
-    /** The row's member writes are done (or failed). */
+    /** The row's member writes are done (or failed): the next unit of its log flushes the members it wrote first. */
     void done(Row row) {
         MemberLog log = logs[row.parityRole];
-        int slot = rowSlot(row);
-        long groups = columnGroups(row);
         synchronized (log) {
-            log.unflushedColumns[slot] |= groups;
-            log.unflushedRoles[slot] |= row.membersWritten;
             log.unflushedMembers |= row.membersWritten;
             if (--log.rowsInFlight == 0) {
                 log.notifyAll();
             }
         }
-    }
-
-    /**
-     * Whether a row of the batch logs partial parity that includes data an earlier update of its row
-     * wrote without a flush since: over the same columns, in a chunk outside the set the row writes (its
-     * partial parity leaves that set out). A row whose update writes every chunk depends on nothing.
-     */
-    private boolean dependsOnUnflushed(MemberLog log, int taken) {
-        if (log.unflushedMembers == 0) {
-            return false;
-        }
-        for (int i = 0; i < taken; i++) {
-            Row r = log.batch[i];
-            int slot = rowSlot(r);
-            if (r.ppBytes() > 0 && (log.unflushedColumns[slot] & columnGroups(r)) != 0
-                    && (log.unflushedRoles[slot] & ~r.membersWritten) != 0) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    private static void clearUnflushed(MemberLog log) {
-        log.unflushedMembers = 0;
-        Arrays.fill(log.unflushedColumns, 0);
-        Arrays.fill(log.unflushedRoles, 0);
-    }
-
-    private int rowSlot(Row row) {
-        long index = row.dataSector[0] * blockSize / geo.rowBytes;
-        return (int) ((index * 0x9E3779B97F4A7C15L) >>> (64 - UNFLUSHED_ROW_BITS));
-    }
-
-    /** The column groups the entries cover: bits from each one's first to its last block of a chunk, grouped. */
-    private long columnGroups(Row row) {
-        long groups = 0;
-        for (int e = 0; e < row.entries; e++) {
-            int first = (int) ((row.dataSector[e] * blockSize) & (geo.chunk - 1)) / StripeCache.BLOCK;
-            int strip = row.ppSize[e] > 0 ? row.ppSize[e] : row.dataSize[e] / geo.dataDisks;
-            int last = Math.max(first, first + strip / StripeCache.BLOCK - 1);
-            int lo = first >>> groupShift;
-            int hi = Math.min(63, last >>> groupShift);
-            groups |= (-1L >>> (63 - hi)) & (-1L << lo);
-        }
-        return groups;
     }
 
     /** Writes the batch's unit at {@code offset} of the area, durably; returns its bytes. */

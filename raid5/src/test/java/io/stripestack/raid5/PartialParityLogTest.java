@@ -285,6 +285,110 @@ class PartialParityLogTest {
         }
     }
 
+    /**
+     * A member that records, for the kernel's sake, whether a log unit was written while the rows of an earlier unit
+     * were still writing a member or were not flushed since: the kernel replays only the newest unit.
+     */
+    static final class UnitOrder extends ForwardingBlockDevice {
+        static final java.util.concurrent.CountDownLatch BLOCKED = new java.util.concurrent.CountDownLatch(1);
+        static final java.util.concurrent.CountDownLatch RELEASE = new java.util.concurrent.CountDownLatch(1);
+        static volatile boolean armed;
+        static volatile boolean gated;
+        /** The gated data write started and is not on the media yet (written, not flushed since). */
+        static volatile boolean notDurable;
+        static final List<String> violations = java.util.Collections.synchronizedList(new ArrayList<>());
+        final boolean gate;
+
+        UnitOrder(BlockDevice below, boolean gate) {
+            super(below);
+            this.gate = gate;
+        }
+
+        @Override
+        public void write(long offset, ByteBuffer src) throws IOException {
+            if (gate && armed && !gated && offset >= DATA_OFFSET) {
+                gated = true;
+                notDurable = true;
+                BLOCKED.countDown();
+                try {
+                    RELEASE.await();
+                } catch (InterruptedException e) {
+                    throw new IOException(e);
+                }
+            }
+            super.write(offset, src);
+        }
+
+        @Override
+        public void flush() throws IOException {
+            boolean wasGated = gate && gated;
+            super.flush();
+            if (wasGated && RELEASE.getCount() == 0) {
+                notDurable = false;
+            }
+        }
+
+        @Override
+        public void writeDurable(long offset, ByteBuffer src) throws IOException {
+            if (armed && offset < DATA_OFFSET && notDurable) {
+                violations.add("a log unit at member byte " + offset + " was written while a row of an earlier unit"
+                        + " was not durable on its members");
+                RELEASE.countDown();
+            }
+            super.writeDurable(offset, src);
+        }
+    }
+
+    @Test
+    void aUnitIsWrittenOnlyOnceTheRowsOfTheUnitBeforeItAreOnTheMedia() throws Exception {
+        List<Path> paths = paths("u");
+        List<BlockDevice> devices = new ArrayList<>();
+        for (int i = 0; i < paths.size(); i++) {
+            devices.add(new UnitOrder(FileBlockDevice.create(paths.get(i), MEMBER, 512), i == 0));
+        }
+        int rowBytes = 3 * CHUNK;
+        ExecutorService writers = Executors.newFixedThreadPool(2);
+        try (Raid5Array array = Raid5Array.create(devices, CONFIG, PPL, true)) {
+            // rows 0 and 4 share the parity member (3) and so its log; chunk 0 of both is on member 0
+            UnitOrder.armed = true;
+            Future<?> first = writers.submit(() -> {
+                array.write(0, ByteBuffer.wrap(new byte[4096]));
+                return null;
+            });
+            assertTrue(UnitOrder.BLOCKED.await(60, TimeUnit.SECONDS), "row 0's data write started");
+            Thread[] second = new Thread[1];
+            Future<?> later = writers.submit(() -> {
+                second[0] = Thread.currentThread();
+                array.write(4L * rowBytes, ByteBuffer.wrap(new byte[4096]));
+                return null;
+            });
+            // release row 0 once row 4's unit was written (the violation) or row 4 waits in the log for row 0
+            long guard = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (UnitOrder.RELEASE.getCount() > 0 && !waitsInTheLog(second[0]) && System.nanoTime() < guard) {
+                Thread.sleep(1);
+            }
+            UnitOrder.RELEASE.countDown();
+            first.get(60, TimeUnit.SECONDS);
+            later.get(60, TimeUnit.SECONDS);
+        } finally {
+            UnitOrder.armed = false;
+            writers.shutdownNow();
+        }
+        assertEquals(List.of(), UnitOrder.violations);
+    }
+
+    private static boolean waitsInTheLog(Thread t) {
+        if (t == null || t.getState() != Thread.State.WAITING) {
+            return false;
+        }
+        for (StackTraceElement e : t.getStackTrace()) {
+            if (e.getClassName().equals(PartialParityLog.class.getName()) && e.getMethodName().equals("log")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** A member whose reads can be slowed down, so that a resync pass lasts. */
     static final class SlowReads extends ForwardingBlockDevice {
         volatile boolean slow = true;
