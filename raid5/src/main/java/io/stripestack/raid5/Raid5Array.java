@@ -453,8 +453,8 @@ public final class Raid5Array extends MeteredBlockDevice {
             synchronized (p.members.lock) {
                 template = p.superblocks.templateCopyLocked();
             }
-            Reshaper.checkCanReshape(p, template, raidDevices, chunkSectors);   // before the policy switch below
             boolean hadPpl = p.consistencyPolicy == ConsistencyPolicy.PPL;
+            Reshaper.checkCanReshape(p, template, raidDevices, chunkSectors, hadPpl);   // before the policy switch below
             if (hadPpl) {
                 LOG.info("{}: ppl is not compatible with reshape (as in md): consistency policy resync while it runs",
                         name);
@@ -463,7 +463,7 @@ public final class Raid5Array extends MeteredBlockDevice {
             Raid5Options after = hadPpl ? options.withConsistencyPolicy(ConsistencyPolicy.PPL) : options;
             Reshaper r;
             try {
-                r = Reshaper.begin(this, p, template, raidDevices, chunkSectors, after);
+                r = Reshaper.begin(this, p, template, raidDevices, chunkSectors, hadPpl, after);
             } catch (RuntimeException e) {
                 if (hadPpl) {
                     switchPolicyLocked(ConsistencyPolicy.PPL);

@@ -16,6 +16,11 @@ public record Raid5Config(String name, int chunkBytes, Raid5Layout layout, long 
     /** 1 MiB: what mdadm 4.x picks for small members; see docs/raid5.md. */
     public static final long DEFAULT_DATA_OFFSET_SECTORS = 2048;
     /**
+     * 2 MiB: the data offset mdadm 4.2 gives an array created with a partial parity log (its default plus the 1 MiB
+     * of the log's area), so a reshape can move the data down and the log keep its whole area.
+     */
+    public static final long PPL_DATA_OFFSET_SECTORS = 4096;
+    /**
      * The largest chunk whose partial parity log fits with the default data offset: the log holds a 4 KiB
      * header and one chunk of partial parity between the superblock's 8 KiB and the data at 1 MiB.
      */
@@ -45,6 +50,10 @@ public record Raid5Config(String name, int chunkBytes, Raid5Layout layout, long 
 
     public Raid5Config withChunk(int bytes) {
         return new Raid5Config(name, bytes, layout, dataOffsetSectors);
+    }
+
+    public Raid5Config withDataOffset(long sectors) {
+        return new Raid5Config(name, chunkBytes, layout, sectors);
     }
 
     public Raid5Config withLayout(Raid5Layout newLayout) {

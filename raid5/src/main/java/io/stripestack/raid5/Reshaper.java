@@ -112,11 +112,11 @@ final class Reshaper {
      * @throws IllegalArgumentException or {@link IllegalStateException} saying why not; nothing changed then
      */
     static Reshaper begin(Raid5Array array, ArrayParts parts, Md1Superblock template, int raidDevices,
-                          int chunkSectors, Raid5Options options) throws IOException {
+                          int chunkSectors, boolean keepLog, Raid5Options options) throws IOException {
         MemberSet members = parts.members;
         synchronized (members.lock) {
             members.checkOpen();
-            long newOffset = checkCanReshape(parts, template, raidDevices, chunkSectors);
+            long newOffset = checkCanReshape(parts, template, raidDevices, chunkSectors, keepLog);
             StripeGeometry geo = parts.geo;
             String name = template.setName;
             int needed = raidDevices - geo.members;
@@ -138,9 +138,13 @@ final class Reshaper {
     /**
      * Refuses, saying why, a reshape of {@code parts}' array to {@code raidDevices} members with chunks of
      * {@code chunkSectors} that cannot run now; returns the new data offset in sectors. Called before anything
-     * changes (and again, under the state lock, by {@link #begin}).
+     * changes (and again, under the state lock, by {@link #begin}). With {@code keepLog} (the array keeps a partial
+     * parity log, switched off while the reshape runs, as md requires) the new data offset leaves the log its room:
+     * its whole area when that fits, else a header and a chunk of the new size (the least it works with); a reshape
+     * that cannot leave either is refused, saying why and what to do.
      */
-    static long checkCanReshape(ArrayParts parts, Md1Superblock template, int raidDevices, int chunkSectors) {
+    static long checkCanReshape(ArrayParts parts, Md1Superblock template, int raidDevices, int chunkSectors,
+                                boolean keepLog) {
         String name = template.setName;
         StripeGeometry geo = parts.geo;
         MemberSet members = parts.members;
@@ -174,12 +178,31 @@ final class Reshaper {
                     + "restart the array with consistency_policy resync (or ppl), grow it, then restart with bitmap");
         }
         int moveSectors = Math.max(template.chunkSectors, chunkSectors);
-        long newOffset = newDataOffsetSectors(template, moveSectors);
+        long newOffset = newDataOffsetSectors(template, moveSectors, 0);
         if (newOffset < 0) {
             throw new IllegalStateException(name + ": data offset " + template.dataOffsetSectors + " sectors leaves no "
                     + "chunk of " + moveSectors + " sectors free after the superblock to move the data "
                     + "down into (md would need a backup file, which stripestack does not support); an array needs a "
                     + "larger data offset (the default is 2048 sectors) to reshape");
+        }
+        if (keepLog) {
+            long logStart = template.superOffsetSectors + template.pplOffset;
+            long leastLog = PplHeader.BYTES / 512 + chunkSectors;
+            newOffset = newDataOffsetSectors(template, moveSectors, logStart + template.pplSize);
+            if (newOffset < 0) {
+                newOffset = newDataOffsetSectors(template, moveSectors, logStart + leastLog);
+            }
+            if (newOffset < 0) {
+                throw new IllegalStateException(name + ": the partial parity log would lose its room: the reshape "
+                        + "moves the data offset down from " + template.dataOffsetSectors + " sectors by at least "
+                        + moveSectors + " (a chunk of the larger size), and the log, from sector " + logStart
+                        + ", needs at least " + leastLog + " sectors (a 4 KiB header and a " + chunkSectors / 2
+                        + " KiB chunk). Reshape to a smaller chunk in the same step, or switch the consistency "
+                        + "policy to resync first (consistency_policy resync: the write hole stays open; a restart "
+                        + "with bitmap gives a write-intent bitmap) and reshape then; arrays created with ppl get a "
+                        + "data offset of " + Raid5Config.PPL_DATA_OFFSET_SECTORS + " sectors, as mdadm gives "
+                        + "them, which leaves room for both");
+            }
         }
         if (members.failed || members.failedRole >= 0) {
             throw new IllegalStateException(name + ": is degraded (member " + members.failedRole
@@ -200,12 +223,13 @@ final class Reshaper {
 
     /**
      * The new data offset for a reshape: half of the units of {@code moveSectors} (the larger of the old and new
-     * chunk) free between the superblock (and md's bad-block log) and the data, at least one, so a later reshape
-     * still finds room; -1 when not one unit is free. One unit is enough: a new row then always ends at or before
-     * the start of the old row that holds the checkpoint's data (see {@link #rowsWritableAbove}).
+     * chunk) free between the superblock (and md's bad-block log, and sector {@code keepBelow}: what a partial
+     * parity log needs) and the data, at least one, so a later reshape still finds room; -1 when not one unit is
+     * free. One unit is enough: a new row then always ends at or before the start of the old row that holds the
+     * checkpoint's data (see {@link #rowsWritableAbove}).
      */
-    private static long newDataOffsetSectors(Md1Superblock sb, int moveSectors) {
-        long lowest = sb.superOffsetSectors + Md1Superblock.BLOCK_BYTES / 512;
+    private static long newDataOffsetSectors(Md1Superblock sb, int moveSectors, long keepBelow) {
+        long lowest = Math.max(keepBelow, sb.superOffsetSectors + Md1Superblock.BLOCK_BYTES / 512);
         if (sb.hasBadBlockLog() && sb.bblogOffset > 0) {
             lowest = Math.max(lowest, sb.superOffsetSectors + sb.bblogOffset + sb.bblogSize);
         }

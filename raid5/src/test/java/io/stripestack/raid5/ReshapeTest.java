@@ -274,6 +274,57 @@ class ReshapeTest {
         }
     }
 
+    static Md1Superblock superblockOf(BlockDevice member) throws IOException {
+        ByteBuffer block = ByteBuffer.allocate(Md1Superblock.BLOCK_BYTES);
+        member.read(Md1Superblock.OFFSET_BYTES, block);
+        return Md1Superblock.decode(block.flip(), member.name());
+    }
+
+    /** A ppl array of three members and a spare, {@code chunk} bytes, data at {@code dataOffset} sectors. */
+    static Raid5Array pplArray(List<MemoryBlockDevice> members, int chunk, long dataOffset) throws IOException {
+        for (int i = 0; i < 4; i++) {
+            members.add(new MemoryBlockDevice("p" + i, (int) (dataOffset * 512) + ROWS * chunk, 512));
+        }
+        Raid5Array a = Raid5Array.create(members.subList(0, 3), new Raid5Config("keep", chunk,
+                Raid5Layout.LEFT_SYMMETRIC, dataOffset), Raid5Options.defaults().withConsistencyPolicy(ConsistencyPolicy.PPL),
+                true);
+        a.addSpare(members.get(3));
+        return a;
+    }
+
+    /**
+     * A ppl array keeps its partial parity log through a reshape: the new data offset leaves the log its whole area
+     * when it can (mdadm's arrays, which get 2 MiB before the data, always can), else the least it works with; a
+     * reshape that cannot leave that is refused up front, saying why and what to do, instead of ending without the
+     * log (the policy used to fall to resync for good).
+     */
+    @Test
+    void aPplArrayKeepsItsLogThroughAReshapeOrTheReshapeIsRefused() throws Exception {
+        List<MemoryBlockDevice> roomy = new ArrayList<>();
+        try (Raid5Array a = pplArray(roomy, CHUNK, 3072)) {
+            assertEquals(2048, superblockOf(roomy.get(0)).pplSize);
+            a.setRaidDevices(4);
+            assertTrue(a.awaitReshape(60, TimeUnit.SECONDS));
+            assertEquals(ConsistencyPolicy.PPL, a.consistencyPolicy());
+        }
+        Md1Superblock grown = superblockOf(roomy.get(0));
+        assertTrue(grown.hasPpl() && grown.pplSize == 2048 && grown.dataOffsetSectors >= 16 + 2048,
+                "the log kept its whole area: " + grown.pplSize + " sectors, data at " + grown.dataOffsetSectors);
+
+        List<MemoryBlockDevice> tight = new ArrayList<>();
+        try (Raid5Array a = pplArray(tight, 512 * 1024, Raid5Config.DEFAULT_DATA_OFFSET_SECTORS)) {
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> a.setRaidDevices(4));
+            assertTrue(e.getMessage().contains("partial parity log") && e.getMessage().contains("smaller chunk")
+                    && e.getMessage().contains("consistency_policy resync"), e.getMessage());
+            assertEquals(ConsistencyPolicy.PPL, a.consistencyPolicy(), "nothing changed");
+            assertEquals(3, a.memberCount());
+            a.reshape(4, 256 * 1024);   // the way out the refusal names: a smaller chunk in the same step
+            assertTrue(a.awaitReshape(60, TimeUnit.SECONDS));
+            assertEquals(ConsistencyPolicy.PPL, a.consistencyPolicy());
+        }
+        assertTrue(superblockOf(tight.get(0)).hasPpl());
+    }
+
     /**
      * While the chunk shrinks, every position the superblocks record is on a multiple of the old chunk times the new
      * data disks, which Linux requires to start the array; with a data offset large enough that room never limits a

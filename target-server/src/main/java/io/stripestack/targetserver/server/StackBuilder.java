@@ -73,10 +73,14 @@ public final class StackBuilder {
                         + "); set create_member_size to create a new array there, or correct the paths");
             }
             remote.requireAllReachable();
+            ConsistencyPolicy policy = newArrayPolicy(c);
             Raid5Config rc = Raid5Config.defaults(c.name()).withChunk(c.chunkBytes())
                     .withLayout(Raid5Layout.parse(c.layout()));
+            if (policy == ConsistencyPolicy.PPL) {
+                rc = rc.withDataOffset(Raid5Config.PPL_DATA_OFFSET_SECTORS);   // as mdadm: the log keeps room in a reshape
+            }
             array = Raid5Files.create(members, c.createMemberSize(), remote.members(), rc,
-                    options.withConsistencyPolicy(newArrayPolicy(c)), !c.createSparse());
+                    options.withConsistencyPolicy(policy), !c.createSparse());
             log.info("array {}: created on {} {} members of {} bytes (chunk {} KiB, {})", c.name(), members.size(),
                     c.createSparse() ? "sparse" : "allocated", c.createMemberSize(), c.chunkBytes() / 1024, c.layout());
         } else {
