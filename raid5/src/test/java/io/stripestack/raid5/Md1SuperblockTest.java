@@ -113,4 +113,43 @@ class Md1SuperblockTest {
     void uuidFormatsLikeMdadm() {
         assertEquals("a0a1a2a3:a4a5a6a7:a8a9aaab:acadaeaf", Md1Superblock.formatUuid(sample(3).setUuid));
     }
+    /** md_p.h's feature bits: a reshape moving the data offset is 0x44, the log is 0x800 or 0x400, never both. */
+    @Test
+    void featureBitsAreMdsAndEitherLogBitReadsAsTheLog() {
+        assertEquals(0x40, Md1Superblock.FEATURE_NEW_OFFSET);
+        assertEquals(0x20, Md1Superblock.FEATURE_RESHAPE_BACKWARDS);
+        Md1Superblock sb = sample(4);
+        sb.featureMap = Md1Superblock.FEATURE_MULTIPLE_PPLS;
+        sb.pplOffset = 8;
+        sb.pplSize = 2048;
+        Md1Superblock back = Md1Superblock.decode(sb.encode(), "m");
+        assertTrue(back.hasPpl(), "0x800 alone is a partial parity log");
+        assertEquals(8, back.pplOffset);
+        assertEquals(2048, back.pplSize);
+        assertEquals(Md1Superblock.FEATURE_MULTIPLE_PPLS, PartialParityLog.featureBits(back));
+        back.pplSize = 8 + 256;   // below two 132 KiB units: the kernel's single-unit bit
+        assertEquals(Md1Superblock.FEATURE_PPL, PartialParityLog.featureBits(back));
+        sb.featureMap = Md1Superblock.FEATURE_PPL;
+        assertTrue(Md1Superblock.decode(sb.encode(), "m").hasPpl());
+    }
+
+    /** A member an earlier build left mid-reshape with 0x84 (md's RECOVERY_BITMAP for NEW_OFFSET) still resumes. */
+    @Test
+    void aLegacyReshapeBitIsReadAsTheNewOffset() {
+        Md1Superblock sb = sample(4);
+        sb.featureMap = Md1Superblock.FEATURE_RESHAPE_ACTIVE | Md1Superblock.FEATURE_NEW_OFFSET;
+        sb.deltaDisks = 1;
+        sb.newOffset = -1024;
+        sb.newChunkSectors = sb.chunkSectors;
+        ByteBuffer legacy = sb.encode().order(ByteOrder.LITTLE_ENDIAN);
+        legacy.putInt(8, Md1Superblock.FEATURE_RESHAPE_ACTIVE | 0x80);
+        legacy.putInt(216, Md1Superblock.checksum(legacy, sb.devRoles.length));
+        Md1Superblock back = Md1Superblock.decode(legacy, "m");
+        assertEquals(Md1Superblock.FEATURE_RESHAPE_ACTIVE | Md1Superblock.FEATURE_NEW_OFFSET, back.featureMap);
+        assertEquals(-1024, back.newOffset);
+        ByteBuffer rewritten = back.encode();
+        assertEquals(0x44, rewritten.order(ByteOrder.LITTLE_ENDIAN).getInt(8), "written back as md's bits");
+        sb.featureMap = Md1Superblock.FEATURE_RECOVERY_OFFSET | 0x80;   // md's real RECOVERY_BITMAP stays
+        assertEquals(Md1Superblock.FEATURE_RECOVERY_OFFSET | 0x80, Md1Superblock.decode(sb.encode(), "m").featureMap);
+    }
 }
