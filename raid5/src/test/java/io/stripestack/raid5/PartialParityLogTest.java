@@ -466,12 +466,14 @@ class PartialParityLogTest {
             int blocks = model.length / 4096;
             ExecutorService pool = Executors.newFixedThreadPool(threads);
             List<Future<?>> done = new ArrayList<>();
+            // the writers go on until the policy switched a few times under them, however slow either side runs
+            java.util.concurrent.atomic.AtomicInteger switches = new java.util.concurrent.atomic.AtomicInteger();
             for (int t = 0; t < threads; t++) {
                 int thread = t;
                 done.add(pool.submit(() -> {
                     Random random = new Random(thread);
                     byte[] b = new byte[4096];
-                    for (int i = 0; i < 300; i++) {
+                    for (int i = 0; i < 300 || (switching && switches.get() <= 4); i++) {
                         // each thread owns the blocks b with b % threads == thread: no two write the same block
                         int block = (random.nextInt(blocks / threads)) * threads + thread;
                         random.nextBytes(b);
@@ -483,13 +485,13 @@ class PartialParityLogTest {
                     return null;
                 }));
             }
-            int switches = 0;
             while (switching && !allDone(done)) {
-                array.setConsistencyPolicy(switches++ % 2 == 0 ? ConsistencyPolicy.RESYNC : ConsistencyPolicy.PPL);
+                array.setConsistencyPolicy(switches.getAndIncrement() % 2 == 0 ? ConsistencyPolicy.RESYNC
+                        : ConsistencyPolicy.PPL);
             }
             if (switching) {
                 array.setConsistencyPolicy(ConsistencyPolicy.PPL);
-                assertTrue(switches > 4, "switches during the writes: " + switches);
+                assertTrue(switches.get() > 4, "switches during the writes: " + switches);
             }
             for (Future<?> f : done) {
                 f.get(2, TimeUnit.MINUTES);
