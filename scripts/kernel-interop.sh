@@ -143,7 +143,7 @@ for _ in $(seq 1 200); do iscsi-ls "iscsi://127.0.0.1:$port" > /dev/null 2>&1 &&
 qemu-img convert -f raw -O raw "$(url "$port")" "$W/ours.raw"
 stop_clean ours
 grep -o 'partial parity log replayed at start: [^;]*' "$W/ours/server.log" | head -1 | sed 's/^/ppl-kill: stripestack: /' | tee -a "$W/report"
-kill_sha=$(python3 - "$W/ours.raw" "$kill_bytes" <<'EOF'
+kill_check=$(python3 - "$W/ours.raw" "$kill_bytes" <<'EOF'
 import hashlib, sys
 data = open(sys.argv[1], 'rb').read()[:int(sys.argv[2])]
 new = 0
@@ -157,10 +157,11 @@ for i in range(len(data) // 65536):
         elif blk != bytes([g0]) * 4096:
             sys.exit("region %d block %d is neither generation" % (i, b // 4096))
 print(hashlib.sha256(data).hexdigest())
-print("ppl-kill: stripestack reads every 4 KiB block as generation 0 or 1 (%d blocks of generation 1)" % new,
-      file=sys.stderr)
+print("ppl-kill: stripestack reads every 4 KiB block as generation 0 or 1 (%d blocks of generation 1)" % new)
 EOF
 )
+kill_sha=$(echo "$kill_check" | head -1)
+report "$(echo "$kill_check" | tail -1)"
 report "ppl-kill: stripestack's read of the same files: sha256 $kill_sha"
 
 # ---- grow-kill and chunk-kill: SIGKILL mid-reshape
@@ -202,6 +203,8 @@ verify() { # NAME FIRST LAST BYTES SHA RESHAPE
     echo "  reshape: \$(cat /sys/block/md0/md/reshape_position), raid_disks \$(cat /sys/block/md0/md/raid_disks), chunk \$(cat /sys/block/md0/md/chunk_size)"
   fi
   grep -A2 '^md0' /proc/mdstat | sed 's/^/  /'
+  dmesg | grep -E 'md/raid:md0:.*(dirty|ppl|PPL|recover)' | sed 's/^\[[ 0-9.]*\] /  kernel: /'
+  dmesg -C
   echo "  consistency_policy \$(cat /sys/block/md0/md/consistency_policy), array_state \$(cat /sys/block/md0/md/array_state), degraded \$(cat /sys/block/md0/md/degraded)"
   got=\$(head -c \$4 /dev/md0 | sha256sum | cut -d' ' -f1)
   if [ "\$got" = "\$5" ]; then echo "  content: byte-exact (\$4 bytes)"; else echo "  FAIL: content sha256 \$got, expected \$5"; fails=\$((fails+1)); fi
