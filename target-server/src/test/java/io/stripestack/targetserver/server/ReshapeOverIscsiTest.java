@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.stripestack.initiator.InitiatorOptions;
 import io.stripestack.initiator.IscsiInitiator;
 import io.stripestack.initiator.IscsiUrl;
+import io.stripestack.raid5.Raid5Config;
 import io.stripestack.targetserver.config.ConfigLoader;
 import io.stripestack.targetserver.config.StripestackConfig;
 import io.stripestack.targetserver.control.AdminServer;
@@ -40,7 +41,8 @@ class ReshapeOverIscsiTest {
     private static final String IQN = "iqn.2026-11.io.stripestack:reshape";
     private static final int IO_BYTES = 16 << 10;
     private static final long MEMBER_BYTES = 8 << 20;
-    private static final long DATA_BYTES = 7 << 20;   // the member size less md's 1 MiB data offset
+    /** The member size less the data offset of a new ppl array (2 MiB, as mdadm places a ppl array's data). */
+    private static final long DATA_BYTES = MEMBER_BYTES - Raid5Config.PPL_DATA_OFFSET_SECTORS * 512;
 
     @TempDir
     Path dir;
