@@ -70,7 +70,7 @@ final class PartialParityLog {
         final long[] dataSector = new long[MAX_ENTRIES];
         final int[] ppSize = new int[MAX_ENTRIES];
         final int[] dataSize = new int[MAX_ENTRIES];
-        /** Roles the update writes (bit per role): flushed before the next header replaces this one's. */
+        /** Roles the update writes (bit per role): flushed before the next unit of its log is written. */
         long membersWritten;
         /** Set under the member log's monitor once the unit holding this row is durable, or failed. */
         boolean logged;
