@@ -45,6 +45,11 @@ final class ConnectionLifecycle {
         return failure.get() == null && !closed.get();
     }
 
+    /** What failed the connection first, or null while it works (or when it was only closed). */
+    IOException failure() {
+        return failure.get();
+    }
+
     /** Throws, naming what broke the connection, once it failed or was closed. */
     void ensureOpen() throws IOException {
         IOException broken = failure.get();
@@ -70,7 +75,9 @@ final class ConnectionLifecycle {
     /** Marks the connection broken, closes the socket and wakes every waiter; returns {@code e} to throw. */
     IOException fail(IOException e) {
         if (failure.compareAndSet(null, e) && !endExpected) {
-            log.warn("{}: connection failed: {}", description, e.getMessage());
+            // debug only: every waiting command's exception names the failure, and its caller (a remote member)
+            // decides how loudly to say it, as a target that fails every connection could flood the log
+            log.debug("{}: connection failed: {}", description, e.getMessage());
         }
         sequence.wakeWindowWaiters();
         try {
