@@ -94,7 +94,8 @@ class HostileMemberServerTest {
     void aMemberTargetThatBreaksTheProtocolIsFailedAndNoForeignByteReachesAClient(Misbehaviour misbehaviour)
             throws Exception {
         try (HostileTarget hostile = HostileTarget.start(MEMBER_BYTES);
-             LogLines remoteLines = LogLines.counting("RemoteBlockDevice", "IscsiInitiator")) {
+             LogLines remoteLines = LogLines.counting("RemoteBlockDevice", "RemoteSession", "CommandPath",
+                     "ConnectionLifecycle", "LoginNegotiation", "NopResponder", "PduReceiver")) {
             StripestackConfig config = config(hostile.url());
             try (StripestackServer server = StripestackServer.start(config);
                  IscsiInitiator tenant = login(server, ARRAY_IQN);
