@@ -20,7 +20,6 @@ import org.slf4j.LoggerFactory;
  * READ(16) or WRITE(16) can be issued.
  */
 final class CommandPath {
-    /** The facade's logger, so one logger name covers the whole initiator. */
     private static final Logger log = LoggerFactory.getLogger(CommandPath.class);
     /** A new nexus sees a power-on UNIT ATTENTION; a LUN change may raise another. Retried this often. */
     private static final int UNIT_ATTENTION_RETRIES = 4;

@@ -18,7 +18,6 @@ import org.slf4j.LoggerFactory;
  * hold neither, or two failing threads could each hold the monitor the other needs.
  */
 final class ConnectionLifecycle {
-    /** The facade's logger, so one logger name covers the whole initiator. */
     private static final Logger log = LoggerFactory.getLogger(ConnectionLifecycle.class);
 
     private final String description;

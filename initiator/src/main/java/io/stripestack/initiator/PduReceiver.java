@@ -20,7 +20,6 @@ import org.slf4j.LoggerFactory;
  * {@link IscsiProtocolException} and fails the connection (error recovery level 0).
  */
 final class PduReceiver {
-    /** The facade's logger, so one logger name covers the whole initiator. */
     private static final Logger log = LoggerFactory.getLogger(PduReceiver.class);
     /** Holds sense data and rejected headers; anything larger is a broken target. */
     private static final int SCRATCH_BYTES = 64 << 10;
