@@ -26,8 +26,8 @@ import org.junit.jupiter.params.provider.EnumSource;
  * in (granting CRC32C digests when they are asked for, and then checking the initiator's own), answers TEST UNIT
  * READY (with a NOP-In ping after it when digests are in force) and READ CAPACITY(16) correctly, and answers any other command with one chosen misbehaviour: Data-In for
  * a WRITE, which would write into the data being sent, a Data-In whose header or data digest is wrong, or Data-In
- * that does not cover a READ's transfer exactly (short without residual, overlapping, out of DataSN order) or an
- * R2T for a READ. A READ that fails so must hand back zeros, never what its buffer held before.
+ * that does not cover a READ's transfer exactly (short without residual, overlapping, out of DataSN order), an
+ * R2T for a READ, or a NOP-In announcing a data segment far beyond our MaxRecvDataSegmentLength. A READ that fails so must hand back zeros, never what its buffer held before.
  */
 class HostileTargetTest {
     private static final int LOGIN_RESPONSE = 0x23;
@@ -46,7 +46,9 @@ class HostileTargetTest {
         /** The second Data-In carries DataSN 5. */
         WRONG_DATA_SN,
         /** An R2T for a READ. */
-        R2T_FOR_A_READ
+        R2T_FOR_A_READ,
+        /** A NOP-In announcing a 0xFFFFFF-byte data segment, none of which follows. */
+        HUGE_NOP_IN
     }
 
     @Test
@@ -77,7 +79,7 @@ class HostileTargetTest {
 
     @ParameterizedTest
     @EnumSource(value = Misbehaviour.class, names = {"SHORT_READ", "OVERLAPPING_DATA_IN", "WRONG_DATA_SN",
-            "R2T_FOR_A_READ"})
+            "R2T_FOR_A_READ", "HUGE_NOP_IN"})
     void dataInThatDoesNotCoverTheTransferExactlyIsAProtocolErrorAndLeavesOnlyZeros(Misbehaviour misbehaviour)
             throws Exception {
         try (ServerSocket server = hostileTarget(misbehaviour);
@@ -212,6 +214,12 @@ class HostileTargetTest {
                 ByteBuffer last = header(DATA_IN, 0x80 | 0x01, req);
                 last.putInt(24, statSn++).putInt(36, 2).putInt(40, 768);
                 send(out, last, Arrays.copyOf(half, 256), false, null);
+            }
+            case HUGE_NOP_IN -> { // refused on its header: nothing is allocated or waited for
+                ByteBuffer ping = header(NOP_IN, 0x80, req);
+                ping.putInt(16, -1).putInt(20, 0x1234).putInt(24, statSn).putInt(4, 0xFFFFFF);
+                out.write(ping.array());
+                out.flush();
             }
             default -> { // R2T_FOR_A_READ
                 ByteBuffer r2t = header(0x31, 0x80, req);
