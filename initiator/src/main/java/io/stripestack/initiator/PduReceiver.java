@@ -122,14 +122,15 @@ final class PduReceiver {
                 throw new IscsiProtocolException("Data-In for ITT 0x" + Integer.toHexString(itt)
                         + " after that command ended");
             }
+            int placed = 0;
             try {
                 ByteBuffer b = t.buffer;
                 b.limit(t.base + t.received + dsl).position(t.base + t.received);
                 pdus.readSegment(b);
+                placed = dsl;
             } finally {
-                t.endPlacement();
+                t.endPlacement(placed);
             }
-            t.received += dsl;
         }
         t.nextDataSn++;
         if ((flags & Bhs.DATA_IN_HAS_STATUS) != 0) {

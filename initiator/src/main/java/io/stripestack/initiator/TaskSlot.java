@@ -14,8 +14,8 @@ import java.util.concurrent.TimeUnit;
  * its owner let it go ({@link #close}): so no byte lands in a buffer its caller already has back. The outcome,
  * the offered R2T, the error and the placement flag are guarded by this slot's monitor: the reader, or a
  * failure, writes them and notifies; the caller waits in {@link #await} and reads them afterwards. The count of
- * bytes received and the next DataSN are the reader's alone while the command runs, and reach the owner through
- * the monitor with the status. The header buffers and the granted R2T are the caller's.
+ * bytes received grows under the monitor as each segment ends; the reader alone reads it meanwhile, and the
+ * next DataSN is the reader's alone. The header buffers and the granted R2T are the caller's.
  */
 final class TaskSlot {
     /** The low ITT bits name the slot; the rest count its commands, so a late PDU for an earlier one misses. */
@@ -53,7 +53,7 @@ final class TaskSlot {
     private int offeredOffset;
     private int offeredLength;
     private boolean placing;
-    // the reader's byte accounting of this command's Data-In
+    // the reader's byte accounting of this command's Data-In (received: written under the monitor)
     int received;
     int nextDataSn;
     // the owner's copy of the R2T that await() returned for
@@ -140,8 +140,9 @@ final class TaskSlot {
         return true;
     }
 
-    /** Reader: the segment is in (or its read failed). */
-    synchronized void endPlacement() {
+    /** Reader: {@code bytes} more are in the buffer (0 when the segment's read failed). */
+    synchronized void endPlacement(int bytes) {
+        received += bytes;
         placing = false;
         notifyAll();
     }
