@@ -203,6 +203,20 @@ public final class RemoteBlockDevice extends MeteredBlockDevice {
      */
     private void command(RemoteSession session, int kind, long offset, ByteBuffer buffer, int at, int n)
             throws IOException {
+        try {
+            issue(session, kind, offset, buffer, at, n);
+        } catch (IOException e) {
+            if (outage.isGivenUp()) {
+                for (RemoteSession s : sessions) {
+                    s.disconnect(); // a given-up member keeps no connection to its target
+                }
+            }
+            throw e;
+        }
+    }
+
+    private void issue(RemoteSession session, int kind, long offset, ByteBuffer buffer, int at, int n)
+            throws IOException {
         if (kind != PROBE) {
             lastIssued = System.nanoTime();
         }

@@ -113,6 +113,14 @@ final class RemoteSession {
         }
     }
 
+    /** The member was given up: its connection is closed (no logout: the target is not trusted to answer one). */
+    void disconnect() {
+        IscsiInitiator c = current;
+        if (c != null) {
+            c.close();
+        }
+    }
+
     private IscsiInitiator loginUntilDeadline(long deadline, IOException cause) throws IOException {
         IOException last = cause;
         for (;;) {

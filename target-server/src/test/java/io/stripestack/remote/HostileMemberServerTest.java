@@ -130,6 +130,8 @@ class HostileMemberServerTest {
                     assertNothingButZeros(back.flip(), "round " + round + ", never-written bytes at " + neverWritten);
                 }
                 AdminAttributes.waitFor(socket, "md0/array_state", "degraded");
+                String failed = AdminAttributes.get(socket, "md0/remote/0");
+                assertTrue(failed.contains("sessions 0/2"), "a failed member keeps no connection: " + failed);
                 int connectionsAtFailure = hostile.connections() - connectionsBefore;
                 // the retry window sees a login at 0, 0.1, 0.3, 0.7, 1.5 s... shared by the member's two sessions
                 assertTrue(connectionsAtFailure <= 20, connectionsAtFailure + " connections within the window");
