@@ -162,8 +162,8 @@ final class CommandPath {
         }
         boolean owned = t.underflow() && t.residual() == length - received;
         if (!owned) {
-            throw new IscsiProtocolException(description + ": " + ScsiCdb.name(opcode) + " at LBA " + lba + " brought " + received
-                    + " of " + length + " bytes with GOOD status but " + (t.underflow()
+            throw new IscsiProtocolException(description + ": " + ScsiCdb.name(opcode) + " at LBA " + lba
+                    + " brought " + received + " of " + length + " bytes with GOOD status but " + (t.underflow()
                     ? "a residual of " + t.residual() : "no residual"));
         }
         if (opcode == ScsiCdb.READ_16) {

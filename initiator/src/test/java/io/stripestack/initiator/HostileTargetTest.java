@@ -24,10 +24,12 @@ import org.junit.jupiter.params.provider.EnumSource;
 /**
  * The initiator against a target that breaks the protocol on purpose: a minimal target on a socket that logs
  * in (granting CRC32C digests when they are asked for, and then checking the initiator's own), answers TEST UNIT
- * READY (with a NOP-In ping after it when digests are in force) and READ CAPACITY(16) correctly, and answers any other command with one chosen misbehaviour: Data-In for
- * a WRITE, which would write into the data being sent, a Data-In whose header or data digest is wrong, or Data-In
- * that does not cover a READ's transfer exactly (short without residual, overlapping, out of DataSN order), an
- * R2T for a READ, or a NOP-In announcing a data segment far beyond our MaxRecvDataSegmentLength. A READ that fails so must hand back zeros, never what its buffer held before.
+ * READY (with a NOP-In ping after it when digests are in force) and READ CAPACITY(16) correctly, and answers any
+ * other command with one chosen misbehaviour: Data-In for a WRITE, which would write into the data being sent, a
+ * Data-In whose header or data digest is wrong, Data-In that does not cover a READ's transfer exactly (short
+ * without residual, overlapping, out of DataSN order), an R2T for a READ, or a NOP-In announcing a data segment
+ * far beyond our MaxRecvDataSegmentLength. A READ that fails so must hand back zeros, never what its buffer held
+ * before.
  */
 class HostileTargetTest {
     private static final int LOGIN_RESPONSE = 0x23;

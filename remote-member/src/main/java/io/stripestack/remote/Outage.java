@@ -35,6 +35,8 @@ final class Outage {
     private boolean misbehaved;
     private long nextLogin;
     private long backoff;
+    /** Protocol errors since the member was opened, for status and metrics. */
+    private long protocolErrorCount;
 
     Outage(long retryNanos) {
         this.retryNanos = retryNanos;
@@ -58,6 +60,7 @@ final class Outage {
     /** Notes a protocol error; returns the nanoTime at which the retry window of this outage ends. */
     synchronized long protocolError() {
         long deadline = begin();
+        protocolErrorCount++;
         protocolErrors = true;
         lastProtocolError = System.nanoTime();
         return deadline;
@@ -88,6 +91,11 @@ final class Outage {
             }
             return -1;
         }
+    }
+
+    /** Protocol errors since the member was opened. */
+    synchronized long protocolErrorCount() {
+        return protocolErrorCount;
     }
 
     synchronized boolean protocolErrorsSeen() {

@@ -317,7 +317,8 @@ public final class RemoteBlockDevice extends MeteredBlockDevice {
                 : up == sessions.length ? RemoteMemberStatus.State.CONNECTED : RemoteMemberStatus.State.RECONNECTING;
         long count = commands.sum();
         return new RemoteMemberStatus(name(), state, up, sessions.length, options.queueDepth(), inFlight.get(), peak,
-                count, count == 0 ? 0 : commandNanos.sum() / count / 1000, retries.sum(), reconnects);
+                count, count == 0 ? 0 : commandNanos.sum() / count / 1000, retries.sum(), reconnects,
+                outage.protocolErrorCount());
     }
 
     @Override

@@ -132,6 +132,8 @@ class HostileMemberServerTest {
                 AdminAttributes.waitFor(socket, "md0/array_state", "degraded");
                 String failed = AdminAttributes.get(socket, "md0/remote/0");
                 assertTrue(failed.contains("sessions 0/2"), "a failed member keeps no connection: " + failed);
+                assertTrue(!failed.contains("protocol_errors 0") && failed.contains("protocol_errors "),
+                        "the target's protocol errors are counted: " + failed);
                 int connectionsAtFailure = hostile.connections() - connectionsBefore;
                 // the retry window sees a login at 0, 0.1, 0.3, 0.7, 1.5 s... shared by the member's two sessions
                 assertTrue(connectionsAtFailure <= 20, connectionsAtFailure + " connections within the window");
