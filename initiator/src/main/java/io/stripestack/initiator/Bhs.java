@@ -171,6 +171,11 @@ final class Bhs {
         return h.get(36) & 0xff;
     }
 
+    /** Data-In, R2T (there: R2TSN). */
+    static int dataSn(ByteBuffer h) {
+        return h.getInt(36);
+    }
+
     /** Data-Out. */
     static void putDataSn(ByteBuffer h, int dataSn) {
         h.putInt(36, dataSn);

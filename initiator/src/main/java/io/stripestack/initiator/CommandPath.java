@@ -20,7 +20,6 @@ import org.slf4j.LoggerFactory;
  * READ(16) or WRITE(16) can be issued.
  */
 final class CommandPath {
-    /** The facade's logger, so one logger name covers the whole initiator. */
     private static final Logger log = LoggerFactory.getLogger(CommandPath.class);
     /** A new nexus sees a power-on UNIT ATTENTION; a LUN change may raise another. Retried this often. */
     private static final int UNIT_ATTENTION_RETRIES = 4;
@@ -131,20 +130,65 @@ final class CommandPath {
                 throw new ScsiCommandException(description + ": " + name + " at LBA " + lba, t.status(),
                         t.senseKey(), t.asc(), t.ascq());
             }
-            if (opcode == ScsiCdb.READ_16 && t.underflow() && t.residual() > 0) {
-                throw new IOException(description + ": READ(16) at LBA " + lba + " returned "
-                        + (length - t.residual()) + " of " + length + " bytes");
+            if (read) {
+                checkReadCount(t, opcode, lba, length);
             }
             completed = true;
         } finally {
+            release(t);
             if (data != null) {
                 // A read that failed (a UNIT ATTENTION to retry) leaves the buffer as it was given, so the retry
-                // asks for the whole length again instead of for the nothing that would remain.
+                // asks for the whole length again instead of for the nothing that would remain; and it leaves
+                // zeros, not the part the target sent over whatever the buffer held before.
                 data.limit(t.base + length);
+                if (read && !completed) {
+                    zero(data, t.base, length);
+                }
                 data.position(read && completed ? t.base + length : t.base);
             }
-            slots.release(t);
         }
+    }
+
+    /**
+     * A read with GOOD status must have brought every byte asked for, or said how many it did not (underflow and
+     * residual): a byte it did not bring is whatever the buffer held before, perhaps another tenant's data. An
+     * honest short READ(16) fails the command; a short transfer the target does not own up to is a protocol
+     * error. Shorter answers are normal for the other reads (READ CAPACITY), whose buffers start zeroed.
+     */
+    private void checkReadCount(TaskSlot t, int opcode, long lba, int length) throws IOException {
+        int received = t.received();
+        if (received == length) {
+            return;
+        }
+        boolean owned = t.underflow() && t.residual() == length - received;
+        if (!owned) {
+            throw new IscsiProtocolException(description + ": " + ScsiCdb.name(opcode) + " at LBA " + lba
+                    + " brought " + received + " of " + length + " bytes with GOOD status but " + (t.underflow()
+                    ? "a residual of " + t.residual() : "no residual"));
+        }
+        if (opcode == ScsiCdb.READ_16) {
+            throw new IOException(description + ": READ(16) at LBA " + lba + " returned " + received + " of "
+                    + length + " bytes");
+        }
+    }
+
+    private static void zero(ByteBuffer data, int from, int length) {
+        for (int i = from, end = from + length; i < end; i++) {
+            data.put(i, (byte) 0);
+        }
+    }
+
+    /**
+     * Takes the slot back from the reader and frees it. A command that ended without its status (a timeout, or
+     * a failure seen by another thread) may still be receiving a segment into the caller's buffer: the
+     * connection is failed, which ends that read, before the caller gets its buffer back.
+     */
+    private void release(TaskSlot t) {
+        if (!t.close()) {
+            lifecycle.fail("a command ended while Data-In for it was still arriving; connection closed");
+            t.awaitPlacementEnd();
+        }
+        slots.release(t);
     }
 
     /** Sends Logout (reason: close the session) and waits for the target's answer. */
@@ -169,7 +213,7 @@ final class CommandPath {
                 throw new IOException(description + ": logout refused (response " + t.response() + ")");
             }
         } finally {
-            slots.release(t);
+            release(t);
         }
     }
 
@@ -199,14 +243,9 @@ final class CommandPath {
         }
     }
 
+    /** The reader checked the R2T against the write ({@link PduReceiver}). */
     private void answerR2t(TaskSlot t) throws IOException {
-        int offset = t.grantedOffset();
-        int length = t.grantedLength();
-        if (offset < 0 || length <= 0 || (long) offset + length > t.length) {
-            throw lifecycle.fail("R2T for bytes " + offset + "+" + length + " outside the " + t.length
-                    + "-byte write");
-        }
-        sendDataOut(t, t.grantedTtt(), offset, length);
+        sendDataOut(t, t.grantedTtt(), t.grantedOffset(), t.grantedLength());
     }
 
     /** Sends bytes {@code [offset, offset + length)} of the task's buffer as one Data-Out sequence. */

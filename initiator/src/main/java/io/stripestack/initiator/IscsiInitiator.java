@@ -10,7 +10,10 @@ import java.nio.channels.SocketChannel;
  * AuthMethod None or one-way CHAP (MD5), operational negotiation (the target's answers are honoured), and
  * READ(16), WRITE(16) with or without FUA (immediate data, unsolicited Data-Out, R2T-driven Data-Out), SYNCHRONIZE CACHE(16),
  * READ CAPACITY(16), TEST UNIT READY, Logout. Target NOP-In pings are answered. CRC32C header and data digests
- * are used when the options ask for them ({@link Digest}); a digest error drops the connection.
+ * are used when the options ask for them ({@link Digest}); a digest error drops the connection. Every byte the
+ * target sends is counted ({@link PduReceiver}): a target that breaks the protocol gets an
+ * {@link IscsiProtocolException}, and a READ never completes with bytes the target did not send, nor hands back
+ * a failed read's buffer with anything but zeros in it.
  * Enough to drive stripestack, tgtd or any other target from the soak tool and from tests.
  *
  * <p>Threads. Any number of caller threads may issue commands at once; each call is synchronous and
@@ -88,7 +91,8 @@ public final class IscsiInitiator implements Closeable {
         NopResponder nopResponder = new NopResponder(pdus, sequence, lifecycle);
         IscsiInitiator initiator = new IscsiInitiator(description, negotiated, lifecycle, slots,
                 new CommandPath(options.commandTimeout(), url.lun(), negotiated, pdus, sequence, slots, lifecycle),
-                new PduReceiver(pdus, sequence, slots, lifecycle, nopResponder), nopResponder);
+                new PduReceiver(pdus, sequence, slots, lifecycle, nopResponder, options.maxRecvDataSegmentLength(),
+                        negotiated.maxBurstLength()), nopResponder);
         try {
             initiator.enterFullFeaturePhase();
             return initiator;
@@ -122,6 +126,15 @@ public final class IscsiInitiator implements Closeable {
 
     public boolean isConnected() {
         return lifecycle.isOpen();
+    }
+
+    /**
+     * What failed the connection, or null while it works: an {@link IscsiProtocolException} when the target
+     * broke the protocol, any other IOException when the connection was lost (closed between PDUs, a timeout,
+     * a write error) or closed by us.
+     */
+    public IOException failure() {
+        return lifecycle.failure();
     }
 
     @Override

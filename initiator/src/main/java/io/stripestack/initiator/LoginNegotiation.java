@@ -13,7 +13,6 @@ import org.slf4j.LoggerFactory;
  * lengths are the minimum; a digest asked for must be granted, section 13.1). Runs once on the login thread and keeps no state beyond the call.
  */
 final class LoginNegotiation {
-    /** The facade's logger, so one logger name covers the whole initiator. */
     private static final Logger log = LoggerFactory.getLogger(LoginNegotiation.class);
     /** Rounds a target may take to grant a stage change before the login gives up. */
     private static final int TRANSIT_RETRIES = 4;

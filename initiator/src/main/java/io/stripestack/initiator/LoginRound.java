@@ -19,6 +19,8 @@ final class LoginRound {
     static final int FULL_FEATURE = 3;
     /** The login is the session's only task yet; any tag would do. */
     private static final int LOGIN_ITT = 1;
+    /** MaxRecvDataSegmentLength is not negotiated yet during login: every login PDU keeps to its default. */
+    private static final int LOGIN_SEGMENT_LIMIT = 8192;
 
     private final PduChannel pdus;
     private final String description;
@@ -77,6 +79,10 @@ final class LoginRound {
                     + Integer.toHexString(op), -1, -1);
         }
         int dsl = Bhs.dataSegmentLength(r);
+        if (dsl > LOGIN_SEGMENT_LIMIT) {
+            throw new IscsiProtocolException(description + ": a Login Response with a " + dsl
+                    + "-byte data segment; login PDUs carry at most " + LOGIN_SEGMENT_LIMIT + " bytes (RFC 7143)");
+        }
         ByteBuffer body = ByteBuffer.allocate(PduChannel.paddedLength(dsl));
         pdus.readPadded(body, dsl);
         int statusClass = Bhs.loginStatusClass(r);

@@ -14,7 +14,6 @@ import org.slf4j.LoggerFactory;
  * thread's alone; sending takes sendLock inside {@link PduChannel#send}.
  */
 final class NopResponder {
-    /** The facade's logger, so one logger name covers the whole initiator. */
     private static final Logger log = LoggerFactory.getLogger(NopResponder.class);
 
     private record Ping(int ttt, long lun, byte[] data) {

@@ -135,7 +135,15 @@ final class PduChannel {
      * the header digest over both.
      */
     void readHeader(ByteBuffer h) throws IOException {
-        readFully(h.clear());
+        h.clear();
+        while (h.hasRemaining()) {
+            if (socket.read(h) < 0) {
+                if (h.position() == 0) {
+                    throw new EOFException("the target closed the connection");
+                }
+                throw closedMidPdu();
+            }
+        }
         if (headerDigests) {
             digestIn.start();
             digestIn.add(h.flip());
@@ -189,13 +197,18 @@ final class PduChannel {
         }
     }
 
-    /** Reads {@code b}'s remaining bytes; the callers account for digests. */
+    /** Reads {@code b}'s remaining bytes, all inside a PDU whose header came; the callers account for digests. */
     private void readFully(ByteBuffer b) throws IOException {
         while (b.hasRemaining()) {
             if (socket.read(b) < 0) {
-                throw new EOFException("the target closed the connection");
+                throw closedMidPdu();
             }
         }
+    }
+
+    /** A target that stops between PDUs may be restarting; one that stops inside a PDU sent a broken one. */
+    private static IscsiProtocolException closedMidPdu() {
+        return new IscsiProtocolException("the target closed the connection in the middle of a PDU");
     }
 
     private void checkDigest(String what) throws IOException {

@@ -11,9 +11,15 @@ import org.slf4j.LoggerFactory;
  * slots, feeds ExpStatSN and MaxCmdSN to the session sequence and queues NOP-In pings for {@code iscsi-nop}.
  * It never takes sendLock: a sender blocked on a full socket must not stop the reader that would drain the
  * target's side. Its header and scratch buffers are its own.
+ *
+ * <p>Every byte the target sends is counted before it is stored: no data segment longer than the
+ * MaxRecvDataSegmentLength we declared is read (so a header cannot make us allocate or wait for more), a
+ * command's Data-In must come in order (DataSN 0, 1, ...; each BufferOffset where the last one ended, as
+ * DataPDUInOrder and DataSequenceInOrder are Yes) and stay within its transfer, every answer must name a running
+ * command, and an R2T must ask for part of a write within MaxBurstLength. Anything else is an
+ * {@link IscsiProtocolException} and fails the connection (error recovery level 0).
  */
 final class PduReceiver {
-    /** The facade's logger, so one logger name covers the whole initiator. */
     private static final Logger log = LoggerFactory.getLogger(PduReceiver.class);
     /** Holds sense data and rejected headers; anything larger is a broken target. */
     private static final int SCRATCH_BYTES = 64 << 10;
@@ -29,9 +35,13 @@ final class PduReceiver {
     private final ByteBuffer header = ByteBuffer.allocate(Bhs.LENGTH);
     private final ByteBuffer scratch = ByteBuffer.allocate(SCRATCH_BYTES);
     private final Thread thread = new Thread(this::receive, "iscsi-reader");
+    private final int maxRecvDataSegmentLength;
+    private final int maxBurstLength;
 
     PduReceiver(PduChannel pdus, SessionSequence sequence, TaskSlots slots, ConnectionLifecycle lifecycle,
-            NopResponder nopResponder) {
+            NopResponder nopResponder, int maxRecvDataSegmentLength, int maxBurstLength) {
+        this.maxRecvDataSegmentLength = maxRecvDataSegmentLength;
+        this.maxBurstLength = maxBurstLength;
         this.pdus = pdus;
         this.sequence = sequence;
         this.slots = slots;
@@ -55,6 +65,11 @@ final class PduReceiver {
                 int dsl = Bhs.dataSegmentLength(header);
                 int itt = Bhs.itt(header);
                 int op = Bhs.opcode(header);
+                if (dsl > maxRecvDataSegmentLength) {
+                    throw new IscsiProtocolException("a PDU (opcode 0x" + Integer.toHexString(op) + ") with a "
+                            + dsl + "-byte data segment, more than the " + maxRecvDataSegmentLength
+                            + " bytes we declared as MaxRecvDataSegmentLength");
+                }
                 switch (op) {
                     case Bhs.OP_DATA_IN -> dataIn(header, dsl, itt);
                     case Bhs.OP_SCSI_RESPONSE -> scsiResponse(header, dsl, itt);
@@ -64,7 +79,7 @@ final class PduReceiver {
                     case Bhs.OP_REJECT -> reject(header, dsl);
                     case Bhs.OP_ASYNC -> asyncMessage(header, dsl);
                     case Bhs.OP_TMF_RESPONSE -> pdus.discard(dsl);
-                    default -> throw new IOException("unexpected PDU opcode 0x" + Integer.toHexString(op));
+                    default -> throw new IscsiProtocolException("unexpected PDU opcode 0x" + Integer.toHexString(op));
                 }
             }
         } catch (IOException | RuntimeException e) {
@@ -80,30 +95,65 @@ final class PduReceiver {
 
     private void dataIn(ByteBuffer h, int dsl, int itt) throws IOException {
         int flags = Bhs.flags(h);
-        int offset = Bhs.bufferOffset(h);
         updateWindow(h);
-        TaskSlot t = slots.forItt(itt);
-        if (t != null && !t.acceptsDataIn && dsl > 0) {
-            throw new IOException("Data-In with " + dsl + " bytes for ITT 0x" + Integer.toHexString(itt)
-                    + ", a command that reads nothing: the target may not write into the data being sent");
-        }
-        if (t == null || t.buffer == null || offset < 0 || (long) offset + dsl > t.length) {
-            if (t != null) {
-                throw new IOException("Data-In for bytes " + offset + "+" + dsl + " outside the " + t.length
-                        + "-byte buffer of ITT 0x" + Integer.toHexString(itt));
+        TaskSlot t = running(itt, "Data-In");
+        if (dsl > 0) {
+            if (!t.acceptsDataIn) {
+                throw new IscsiProtocolException("Data-In with " + dsl + " bytes for ITT 0x"
+                        + Integer.toHexString(itt) + ", a command that reads nothing: the target may not write into"
+                        + " the data being sent");
             }
-            pdus.discard(dsl);
-        } else {
-            ByteBuffer b = t.buffer;
-            b.limit(t.base + offset + dsl).position(t.base + offset);
-            pdus.readSegment(b);
+            int offset = Bhs.bufferOffset(h);
+            if (offset != t.received) {
+                throw new IscsiProtocolException("Data-In at byte " + offset + " of ITT 0x" + Integer.toHexString(itt)
+                        + " where byte " + t.received + " was due (a gap or an overlap in the transfer)");
+            }
+            if (dsl > t.length - t.received) {
+                throw new IscsiProtocolException("Data-In for bytes " + offset + "+" + dsl + " beyond the "
+                        + t.length + "-byte transfer of ITT 0x" + Integer.toHexString(itt));
+            }
         }
+        if (Bhs.dataSn(h) != t.nextDataSn) {
+            throw new IscsiProtocolException("Data-In with DataSN " + Bhs.dataSn(h) + " for ITT 0x"
+                    + Integer.toHexString(itt) + " where " + t.nextDataSn + " was due");
+        }
+        if (dsl > 0) {
+            if (!t.beginPlacement()) {
+                throw new IscsiProtocolException("Data-In for ITT 0x" + Integer.toHexString(itt)
+                        + " after that command ended");
+            }
+            int placed = 0;
+            try {
+                ByteBuffer b = t.buffer;
+                b.limit(t.base + t.received + dsl).position(t.base + t.received);
+                pdus.readSegment(b);
+                placed = dsl;
+            } finally {
+                t.endPlacement(placed);
+            }
+        }
+        t.nextDataSn++;
         if ((flags & Bhs.DATA_IN_HAS_STATUS) != 0) {
             sequence.advanceStatSn(Bhs.statSn(h));
-            if (t != null) {
-                t.complete(0, Bhs.scsiStatus(h), (flags & Bhs.RESIDUAL_UNDERFLOW) != 0, Bhs.residualCount(h),
-                        TaskSlot.NO_SENSE, TaskSlot.NO_SENSE, TaskSlot.NO_SENSE);
-            }
+            complete(t, itt, 0, Bhs.scsiStatus(h), (flags & Bhs.RESIDUAL_UNDERFLOW) != 0, Bhs.residualCount(h),
+                    TaskSlot.NO_SENSE, TaskSlot.NO_SENSE, TaskSlot.NO_SENSE);
+        }
+    }
+
+    /** The slot of the running command {@code itt} names; with error recovery level 0 nothing else is answered. */
+    private TaskSlot running(int itt, String what) throws IscsiProtocolException {
+        TaskSlot t = slots.forItt(itt);
+        if (t == null) {
+            throw new IscsiProtocolException(what + " for ITT 0x" + Integer.toHexString(itt)
+                    + ", which names no running command");
+        }
+        return t;
+    }
+
+    private static void complete(TaskSlot t, int itt, int response, int status, boolean underflow, int residual,
+            int senseKey, int asc, int ascq) throws IscsiProtocolException {
+        if (!t.complete(response, status, underflow, residual, senseKey, asc, ascq)) {
+            throw new IscsiProtocolException("a second status for ITT 0x" + Integer.toHexString(itt));
         }
     }
 
@@ -115,10 +165,7 @@ final class PduReceiver {
             readIntoScratch(dsl, "SCSI Response");
             senseLength = Math.min(scratch.getShort(0) & 0xffff, dsl - 2);
         }
-        TaskSlot t = slots.forItt(itt);
-        if (t == null) {
-            return;
-        }
+        TaskSlot t = running(itt, "SCSI Response");
         // The sense data follows its 2-byte length. Descriptor format (0x72, 0x73) keeps the key, ASC and ASCQ
         // in bytes 1 to 3; fixed format in bytes 2, 12 and 13.
         int senseKey = TaskSlot.NO_SENSE;
@@ -136,7 +183,7 @@ final class PduReceiver {
                 ascq = senseLength > FIXED_SENSE_ASCQ ? senseByte(FIXED_SENSE_ASCQ) : TaskSlot.NO_SENSE;
             }
         }
-        t.complete(Bhs.response(h), Bhs.scsiStatus(h), (Bhs.flags(h) & Bhs.RESIDUAL_UNDERFLOW) != 0,
+        complete(t, itt, Bhs.response(h), Bhs.scsiStatus(h), (Bhs.flags(h) & Bhs.RESIDUAL_UNDERFLOW) != 0,
                 Bhs.residualCount(h), senseKey, asc, ascq);
     }
 
@@ -147,9 +194,17 @@ final class PduReceiver {
     private void r2t(ByteBuffer h, int dsl, int itt) throws IOException {
         updateWindow(h);
         pdus.discard(dsl);
-        TaskSlot t = slots.forItt(itt);
-        if (t != null && !t.offerR2t(Bhs.ttt(h), Bhs.bufferOffset(h), Bhs.desiredDataTransferLength(h))) {
-            throw new IOException("a second R2T arrived for ITT 0x" + Integer.toHexString(itt)
+        TaskSlot t = running(itt, "R2T");
+        int offset = Bhs.bufferOffset(h);
+        int length = Bhs.desiredDataTransferLength(h);
+        if (t.acceptsDataIn || offset < 0 || length <= 0 || length > maxBurstLength
+                || (long) offset + length > t.length) {
+            throw new IscsiProtocolException("R2T for bytes " + offset + "+" + length + " of ITT 0x"
+                    + Integer.toHexString(itt) + ", outside its " + t.length + "-byte " + (t.acceptsDataIn ? "read"
+                    : "write") + " or beyond MaxBurstLength " + maxBurstLength);
+        }
+        if (!t.offerR2t(Bhs.ttt(h), offset, length)) {
+            throw new IscsiProtocolException("a second R2T arrived for ITT 0x" + Integer.toHexString(itt)
                     + " although MaxOutstandingR2T is 1");
         }
     }
@@ -170,14 +225,12 @@ final class PduReceiver {
     private void logoutResponse(ByteBuffer h, int dsl, int itt) throws IOException {
         sequence.advanceStatSn(Bhs.statSn(h));
         pdus.discard(dsl);
-        TaskSlot t = slots.forItt(itt);
-        if (t != null) {
-            int response = Bhs.response(h);
-            if (response == 0) {
-                lifecycle.expectEnd(); // the target closes the connection next
-            }
-            t.complete(response, 0, false, 0, TaskSlot.NO_SENSE, TaskSlot.NO_SENSE, TaskSlot.NO_SENSE);
+        TaskSlot t = running(itt, "Logout Response");
+        int response = Bhs.response(h);
+        if (response == 0) {
+            lifecycle.expectEnd(); // the target closes the connection next
         }
+        complete(t, itt, response, 0, false, 0, TaskSlot.NO_SENSE, TaskSlot.NO_SENSE, TaskSlot.NO_SENSE);
     }
 
     private void reject(ByteBuffer h, int dsl) throws IOException {

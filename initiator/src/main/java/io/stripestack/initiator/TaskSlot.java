@@ -9,9 +9,13 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Threads. The caller owns the slot from {@link TaskSlots#acquire} to {@link TaskSlots#release}. It sets
  * the buffer fields in {@link #start} and publishes them with the volatile {@code active}; from then on the
- * reader may place Data-In into the buffer (between base and base + length). The outcome, the offered R2T and
- * the error are guarded by this slot's monitor: the reader, or a failure, writes them and notifies; the caller
- * waits in {@link #await} and reads them afterwards. The header buffers and the granted R2T are the caller's.
+ * reader may place Data-In into the buffer (between base and base + length), each segment between
+ * {@link #beginPlacement} and {@link #endPlacement}, and never once the command has its status or its error or
+ * its owner let it go ({@link #close}): so no byte lands in a buffer its caller already has back. The outcome,
+ * the offered R2T, the error and the placement flag are guarded by this slot's monitor: the reader, or a
+ * failure, writes them and notifies; the caller waits in {@link #await} and reads them afterwards. The count of
+ * bytes received grows under the monitor as each segment ends; the reader alone reads it meanwhile, and the
+ * next DataSN is the reader's alone. The header buffers and the granted R2T are the caller's.
  */
 final class TaskSlot {
     /** The low ITT bits name the slot; the rest count its commands, so a late PDU for an earlier one misses. */
@@ -48,6 +52,10 @@ final class TaskSlot {
     private int offeredTtt;
     private int offeredOffset;
     private int offeredLength;
+    private boolean placing;
+    // the reader's byte accounting of this command's Data-In (received: written under the monitor)
+    int received;
+    int nextDataSn;
     // the owner's copy of the R2T that await() returned for
     private int grantedTtt;
     private int grantedOffset;
@@ -87,14 +95,61 @@ final class TaskSlot {
             response = 0;
             underflow = false;
             residual = 0;
+            received = 0;
+            nextDataSn = 0;
         }
         active = true;
     }
 
-    /** Owner: closes the slot to the reader. */
-    void finish() {
+    /**
+     * Owner: closes the slot to the reader. Returns false when the reader is still placing a segment into the
+     * buffer (the command ended without its status: a timeout, or a failure on another thread): the owner then
+     * fails the connection, which ends that read, and waits for it in {@link #awaitPlacementEnd}.
+     */
+    synchronized boolean close() {
         active = false;
+        return !placing;
+    }
+
+    /** Owner, after a false {@link #close} and with the connection failed: waits until the reader let go. */
+    synchronized void awaitPlacementEnd() {
+        boolean interrupted = false;
+        while (placing) {
+            try {
+                wait();
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Owner, once the reader let go: drops the reference to the caller's buffer. */
+    void forgetBuffer() {
         buffer = null;
+    }
+
+    /** Reader: may the next Data-In segment go into the buffer? Not once the command ended or was let go. */
+    synchronized boolean beginPlacement() {
+        if (!active || done || error != null) {
+            return false;
+        }
+        placing = true;
+        return true;
+    }
+
+    /** Reader: {@code bytes} more are in the buffer (0 when the segment's read failed). */
+    synchronized void endPlacement(int bytes) {
+        received += bytes;
+        placing = false;
+        notifyAll();
+    }
+
+    /** Owner, once await() returned COMPLETED: how many bytes Data-In brought. */
+    int received() {
+        return received;
     }
 
     /** Owner: waits until the command completes or fails, or an R2T asks for data. */
@@ -119,9 +174,12 @@ final class TaskSlot {
         return Wake.R2T;
     }
 
-    /** Reader: the final status. */
-    synchronized void complete(int response, int status, boolean underflow, int residual, int senseKey, int asc,
+    /** Reader: the final status; false when the command already had one (or failed), which a target never sends. */
+    synchronized boolean complete(int response, int status, boolean underflow, int residual, int senseKey, int asc,
             int ascq) {
+        if (done || error != null) {
+            return false;
+        }
         this.response = response;
         this.status = status;
         this.underflow = underflow;
@@ -131,6 +189,7 @@ final class TaskSlot {
         this.ascq = ascq;
         done = true;
         notifyAll();
+        return true;
     }
 
     /** Reader: an R2T; false when one is still unanswered (MaxOutstandingR2T is 1). */

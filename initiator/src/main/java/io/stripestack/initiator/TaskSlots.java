@@ -50,8 +50,9 @@ final class TaskSlots {
         }
     }
 
+    /** Returns the slot to the free list; the reader must have let go of it ({@link TaskSlot#close}). */
     void release(TaskSlot t) {
-        t.finish();
+        t.forgetBuffer();
         inFlight.decrementAndGet();
         free.add(t);
     }

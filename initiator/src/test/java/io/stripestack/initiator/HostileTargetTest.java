@@ -18,12 +18,18 @@ import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.zip.CRC32C;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * The initiator against a target that breaks the protocol on purpose: a minimal target on a socket that logs
  * in (granting CRC32C digests when they are asked for, and then checking the initiator's own), answers TEST UNIT
- * READY (with a NOP-In ping after it when digests are in force) and READ CAPACITY(16) correctly, and answers any other command with one chosen misbehaviour: Data-In for
- * a WRITE, which would write into the data being sent, or a Data-In whose header or data digest is wrong.
+ * READY (with a NOP-In ping after it when digests are in force) and READ CAPACITY(16) correctly, and answers any
+ * other command with one chosen misbehaviour: Data-In for a WRITE, which would write into the data being sent, a
+ * Data-In whose header or data digest is wrong, Data-In that does not cover a READ's transfer exactly (short
+ * without residual, overlapping, out of DataSN order), an R2T for a READ, or a NOP-In announcing a data segment
+ * far beyond our MaxRecvDataSegmentLength. A READ that fails so must hand back zeros, never what its buffer held
+ * before.
  */
 class HostileTargetTest {
     private static final int LOGIN_RESPONSE = 0x23;
@@ -31,7 +37,21 @@ class HostileTargetTest {
     private static final int DATA_IN = 0x25;
     private static final int NOP_IN = 0x20;
 
-    private enum Misbehaviour { DATA_IN_FOR_A_WRITE, BAD_HEADER_DIGEST, BAD_DATA_DIGEST }
+    private enum Misbehaviour {
+        DATA_IN_FOR_A_WRITE, BAD_HEADER_DIGEST, BAD_DATA_DIGEST,
+        /** 512 of the 1024 bytes, GOOD status, no underflow, residual 0. */
+        SHORT_READ,
+        /** 512 of the 1024 bytes, GOOD status, underflow with residual 512: an honest short read. */
+        SHORT_READ_OWNED,
+        /** Bytes 0-511, then 256-767 (an overlap), then 768-1023: 1024 bytes sent, but not the transfer. */
+        OVERLAPPING_DATA_IN,
+        /** The second Data-In carries DataSN 5. */
+        WRONG_DATA_SN,
+        /** An R2T for a READ. */
+        R2T_FOR_A_READ,
+        /** A NOP-In announcing a 0xFFFFFF-byte data segment, none of which follows. */
+        HUGE_NOP_IN
+    }
 
     @Test
     void dataInForAWriteFailsTheConnectionAndLeavesTheCallersDataAlone() throws Exception {
@@ -57,6 +77,37 @@ class HostileTargetTest {
     @Test
     void aWrongHeaderDigestFailsTheReadAndDropsTheConnection() throws Exception {
         assertDigestErrorDetected(Misbehaviour.BAD_HEADER_DIGEST, "header digest error");
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Misbehaviour.class, names = {"SHORT_READ", "OVERLAPPING_DATA_IN", "WRONG_DATA_SN",
+            "R2T_FOR_A_READ", "HUGE_NOP_IN"})
+    void dataInThatDoesNotCoverTheTransferExactlyIsAProtocolErrorAndLeavesOnlyZeros(Misbehaviour misbehaviour)
+            throws Exception {
+        try (ServerSocket server = hostileTarget(misbehaviour);
+             IscsiInitiator initiator = IscsiInitiator.login(url(server), InitiatorOptions.defaults())) {
+            ByteBuffer earlier = ByteBuffer.allocate(1024);
+            Arrays.fill(earlier.array(), (byte) 0x77); // what the buffer held before: another tenant's bytes
+            IOException e = assertThrows(IOException.class, () -> initiator.read16(0, earlier));
+            assertTrue(e instanceof IscsiProtocolException || e.getCause() instanceof IscsiProtocolException,
+                    e.toString());
+            assertArrayEquals(new byte[1024], earlier.array(), "a failed read hands back zeros only");
+            assertEquals(0, earlier.position(), "the buffer as it was given");
+        }
+    }
+
+    @Test
+    void aShortReadTheTargetOwnsUpToFailsTheCommandOnly() throws Exception {
+        try (ServerSocket server = hostileTarget(Misbehaviour.SHORT_READ_OWNED);
+             IscsiInitiator initiator = IscsiInitiator.login(url(server), InitiatorOptions.defaults())) {
+            ByteBuffer earlier = ByteBuffer.allocate(1024);
+            Arrays.fill(earlier.array(), (byte) 0x77);
+            IOException e = assertThrows(IOException.class, () -> initiator.read16(0, earlier));
+            assertFalse(e instanceof IscsiProtocolException, e.toString());
+            assertTrue(e.getMessage().contains("returned 512 of 1024 bytes"), e.getMessage());
+            assertArrayEquals(new byte[1024], earlier.array(), "a failed read hands back zeros only");
+            assertTrue(initiator.isConnected(), "an honest short read keeps the connection");
+        }
     }
 
     private static void assertDigestErrorDetected(Misbehaviour misbehaviour, String expected) throws Exception {
@@ -103,11 +154,13 @@ class HostileTargetTest {
                     ByteBuffer r = header(LOGIN_RESPONSE, 0x80 | csg << 2 | nsg, req);
                     r.putShort(14, (short) 1);        // TSIH
                     r.putInt(24, statSn++);
-                    byte[] keys = csg == 1 && misbehaviour != Misbehaviour.DATA_IN_FOR_A_WRITE
+                    boolean grantsDigests = misbehaviour == Misbehaviour.BAD_HEADER_DIGEST
+                            || misbehaviour == Misbehaviour.BAD_DATA_DIGEST;
+                    byte[] keys = csg == 1 && grantsDigests
                             ? "HeaderDigest=CRC32C\0DataDigest=CRC32C\0".getBytes(StandardCharsets.US_ASCII)
                             : new byte[0];
                     send(out, r, keys, false, null);
-                    digests = nsg == 3 && misbehaviour != Misbehaviour.DATA_IN_FOR_A_WRITE;
+                    digests = nsg == 3 && grantsDigests;
                     continue;
                 }
                 if (op == 0x01) {
@@ -126,6 +179,8 @@ class HostileTargetTest {
                         ByteBuffer r = header(DATA_IN, 0x80 | 0x01, req);
                         r.putInt(24, statSn++);
                         send(out, r, capacity.array(), digests, null);
+                    } else if (misbehaviour.compareTo(Misbehaviour.SHORT_READ) >= 0) {
+                        statSn = answerReadBadly(out, req, misbehaviour, statSn);
                     } else {
                         byte[] payload = new byte[512];
                         Arrays.fill(payload, (byte) 0xee);
@@ -138,6 +193,43 @@ class HostileTargetTest {
         } catch (IOException e) {
             // the initiator hung up: what it should do
         }
+    }
+
+    /** Answers a READ of 1024 bytes the way {@code m} says; returns the next StatSN. */
+    private static int answerReadBadly(OutputStream out, ByteBuffer req, Misbehaviour m, int statSn)
+            throws IOException {
+        byte[] half = new byte[512];
+        Arrays.fill(half, (byte) 0xee);
+        switch (m) {
+            case SHORT_READ, SHORT_READ_OWNED -> {
+                ByteBuffer r = header(DATA_IN, 0x80 | 0x01 | (m == Misbehaviour.SHORT_READ_OWNED ? 0x02 : 0), req);
+                r.putInt(24, statSn++).putInt(44, m == Misbehaviour.SHORT_READ_OWNED ? 512 : 0);
+                send(out, r, half, false, null);
+            }
+            case OVERLAPPING_DATA_IN, WRONG_DATA_SN -> {
+                ByteBuffer first = header(DATA_IN, 0, req);
+                send(out, first, half, false, null);
+                ByteBuffer second = header(DATA_IN, 0, req);
+                second.putInt(36, m == Misbehaviour.WRONG_DATA_SN ? 5 : 1).putInt(40, m == Misbehaviour.WRONG_DATA_SN
+                        ? 512 : 256);
+                send(out, second, half, false, null);
+                ByteBuffer last = header(DATA_IN, 0x80 | 0x01, req);
+                last.putInt(24, statSn++).putInt(36, 2).putInt(40, 768);
+                send(out, last, Arrays.copyOf(half, 256), false, null);
+            }
+            case HUGE_NOP_IN -> { // refused on its header: nothing is allocated or waited for
+                ByteBuffer ping = header(NOP_IN, 0x80, req);
+                ping.putInt(16, -1).putInt(20, 0x1234).putInt(24, statSn).putInt(4, 0xFFFFFF);
+                out.write(ping.array());
+                out.flush();
+            }
+            default -> { // R2T_FOR_A_READ
+                ByteBuffer r2t = header(0x31, 0x80, req);
+                r2t.putInt(20, 7).putInt(24, statSn).putInt(40, 0).putInt(44, 512);
+                send(out, r2t, new byte[0], false, null);
+            }
+        }
+        return statSn;
     }
 
     /** Header, data, padding and (when in force) digests, the one {@code spoiled} names made wrong. */

@@ -3,10 +3,15 @@ package io.stripestack.remote;
 import io.stripestack.blockdev.Geometry;
 import io.stripestack.blockdev.MediumErrorException;
 import io.stripestack.blockdev.MeteredBlockDevice;
+import io.stripestack.blockdev.RateLimitedLog;
 import io.stripestack.initiator.IscsiInitiator;
+import io.stripestack.initiator.IscsiProtocolException;
 import io.stripestack.initiator.ScsiCommandException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
@@ -30,18 +35,33 @@ import org.slf4j.LoggerFactory;
  *       again (READ and WRITE are idempotent, and the caller still owns its range). After the window the I/O
  *       fails with an IOException, which an array takes as a failing disk. A CHECK CONDITION on a live
  *       connection fails at once: MEDIUM ERROR as {@link MediumErrorException}, anything else as IOException.</li>
+ *   <li>A target that breaks the protocol ({@link IscsiProtocolException}: Data-In not covering the transfer
+ *       exactly, an oversized segment, a wrong ITT, a close inside a PDU, a bad R2T) loses its connection, and
+ *       that counts against the same retry window, with the same backoff between logins: a login that works does
+ *       not end the trouble, a command that completes does ({@link Outage}). A READ answered with fewer bytes
+ *       than asked fails at once (the array rebuilds the range from parity) and counts the same way. A member
+ *       given up after protocol errors is not tried again by itself ({@link #reconnect}).</li>
+ *   <li>While no command was issued for {@value #PROBE_IDLE_SECONDS} s, every session is probed with TEST UNIT
+ *       READY, so a target lost while the array is idle shows in {@link #status} (reconnecting, then failed
+ *       when the retry window passes) without waiting for the next I/O.</li>
+ *   <li>Connection trouble is logged through one {@link RateLimitedLog} per member (a line per 10 s at most,
+ *       with the count of lines held back); the member's give-up is always logged.</li>
  * </ul>
  *
- * <p>Threads. Any number of callers at once, as the contract says. The request is cut by moving the caller's
- * own buffer's position and limit, so a command allocates nothing; the counters are adders and atomics; the
- * sessions guard their own state.
+ * <p>Threads. Any number of callers at once, as the contract says, and the member's own {@code remote-probe}
+ * thread. The request is cut by moving the caller's own buffer's position and limit, so a command allocates
+ * nothing; the counters are adders and atomics, the last command's time a volatile; the sessions and the outage
+ * guard their own state.
  */
 public final class RemoteBlockDevice extends MeteredBlockDevice {
     private static final Logger log = LoggerFactory.getLogger(RemoteBlockDevice.class);
     private static final int READ = 0;
     private static final int WRITE = 1;
     private static final int WRITE_FUA = 2;
+    private static final int FLUSH = 4;
+    private static final int PROBE = 3;
     private static final int SENSE_MEDIUM_ERROR = 0x3;
+    static final int PROBE_IDLE_SECONDS = 5;
 
     private final RemoteEndpoint endpoint;
     private final RemoteMemberOptions options;
@@ -56,6 +76,9 @@ public final class RemoteBlockDevice extends MeteredBlockDevice {
     private final LongAdder commands = new LongAdder();
     private final LongAdder commandNanos = new LongAdder();
     private final LongAdder retries = new LongAdder();
+    private final ScheduledExecutorService prober;
+    /** System.nanoTime() when the last command was issued; the idle probe runs only after a quiet interval. */
+    private volatile long lastIssued = System.nanoTime();
 
     private RemoteBlockDevice(RemoteEndpoint endpoint, RemoteMemberOptions options, RemoteSession[] sessions,
             Outage outage, IscsiInitiator.Capacity capacity, int maxTransfer) {
@@ -68,15 +91,32 @@ public final class RemoteBlockDevice extends MeteredBlockDevice {
         this.blockSize = capacity.blockSize();
         this.maxTransfer = maxTransfer;
         this.geometry = new Geometry(blockSize, blockSize, 0, maxTransfer);
+        this.prober = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "remote-probe " + endpoint);
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    private void startProbing(long intervalNanos) {
+        prober.scheduleWithFixedDelay(() -> probeIfIdle(intervalNanos), intervalNanos, intervalNanos,
+                TimeUnit.NANOSECONDS);
     }
 
     /** Logs in every session; fails (nothing left open) when the target cannot be reached or refuses. */
     public static RemoteBlockDevice open(RemoteEndpoint endpoint, RemoteMemberOptions options) throws IOException {
+        return open(endpoint, options, TimeUnit.SECONDS.toNanos(PROBE_IDLE_SECONDS));
+    }
+
+    /** As {@link #open(RemoteEndpoint, RemoteMemberOptions)}, probing after {@code probeIdleNanos} of quiet. */
+    static RemoteBlockDevice open(RemoteEndpoint endpoint, RemoteMemberOptions options, long probeIdleNanos)
+            throws IOException {
         RemoteSession[] sessions = new RemoteSession[options.connections()];
-        Outage outage = new Outage();
+        Outage outage = new Outage(options.retryTimeout().toNanos());
+        RateLimitedLog noise = RemoteSession.troubleLog();
         try {
             for (int i = 0; i < sessions.length; i++) {
-                sessions[i] = RemoteSession.open(endpoint, options, i, outage);
+                sessions[i] = RemoteSession.open(endpoint, options, i, outage, noise);
             }
             IscsiInitiator first = sessions[0].currentConnection();
             IscsiInitiator.Capacity capacity = first.capacity();
@@ -88,7 +128,10 @@ public final class RemoteBlockDevice extends MeteredBlockDevice {
             int maxTransfer = Math.max(capacity.blockSize(), burst - burst % capacity.blockSize());
             log.info("{}: {} bytes in {}-byte blocks, {} sessions of {} commands, {} KiB per command", endpoint,
                     capacity.bytes(), capacity.blockSize(), sessions.length, options.queueDepth(), maxTransfer / 1024);
-            return new RemoteBlockDevice(endpoint, options, sessions, outage, capacity, maxTransfer);
+            RemoteBlockDevice device = new RemoteBlockDevice(endpoint, options, sessions, outage, capacity,
+                    maxTransfer);
+            device.startProbing(probeIdleNanos);
+            return device;
         } catch (IOException | RuntimeException e) {
             for (RemoteSession s : sessions) {
                 if (s != null) {
@@ -136,20 +179,7 @@ public final class RemoteBlockDevice extends MeteredBlockDevice {
 
     @Override
     protected void flushDevice() throws IOException {
-        RemoteSession session = pickSession();
-        IscsiInitiator c = session.connection();
-        for (;;) {
-            try {
-                c.synchronizeCache16();
-                return;
-            } catch (IOException e) {
-                if (c.isConnected()) {
-                    throw e;
-                }
-                retries.increment();
-                c = session.recover(c);
-            }
-        }
+        command(pickSession(), FLUSH, 0, null, 0, 0);
     }
 
     /** Cuts the request into commands of at most {@link #maxTransfer} bytes on the caller's own buffer. */
@@ -159,7 +189,7 @@ public final class RemoteBlockDevice extends MeteredBlockDevice {
         try {
             for (int at = start; at < end; at += maxTransfer) {
                 int n = Math.min(maxTransfer, end - at);
-                command(kind, offset + (at - start), buffer, at, n);
+                command(pickSession(), kind, offset + (at - start), buffer, at, n);
             }
         } finally {
             buffer.limit(end);
@@ -167,24 +197,55 @@ public final class RemoteBlockDevice extends MeteredBlockDevice {
         }
     }
 
-    /** One command of bytes {@code [at, at + n)} of {@code buffer}, again on a new connection when one is lost. */
-    private void command(int kind, long offset, ByteBuffer buffer, int at, int n) throws IOException {
-        RemoteSession session = pickSession();
+    /**
+     * One command on {@code session} (of bytes {@code [at, at + n)} of {@code buffer} when it moves data), again
+     * on a new connection when one is lost or broken, within the retry window.
+     */
+    private void command(RemoteSession session, int kind, long offset, ByteBuffer buffer, int at, int n)
+            throws IOException {
+        try {
+            issue(session, kind, offset, buffer, at, n);
+        } catch (IOException e) {
+            if (outage.isGivenUp()) {
+                for (RemoteSession s : sessions) {
+                    s.disconnect(); // a given-up member keeps no connection to its target
+                }
+            }
+            throw e;
+        }
+    }
+
+    private void issue(RemoteSession session, int kind, long offset, ByteBuffer buffer, int at, int n)
+            throws IOException {
+        if (kind != PROBE) {
+            lastIssued = System.nanoTime();
+        }
         IscsiInitiator c = session.connection();
         long lba = offset / blockSize;
         for (;;) {
-            buffer.limit(at + n);
-            buffer.position(at);
+            if (buffer != null) {
+                buffer.limit(at + n);
+                buffer.position(at);
+            }
             inFlight.incrementAndGet();
             long started = System.nanoTime();
             try {
                 switch (kind) {
                     case READ -> c.read16(lba, buffer);
                     case WRITE -> c.write16(lba, buffer);
-                    default -> c.write16Fua(lba, buffer);
+                    case WRITE_FUA -> c.write16Fua(lba, buffer);
+                    case FLUSH -> c.synchronizeCache16();
+                    default -> c.testUnitReady();
                 }
-                commandNanos.add(System.nanoTime() - started);
-                commands.increment();
+                if (kind != PROBE) {
+                    commandNanos.add(System.nanoTime() - started);
+                    commands.increment();
+                }
+                long lasted = outage.commandSucceeded();
+                if (lasted >= 0) {
+                    log.info("{}: working again; the trouble lasted {} ms", name(),
+                            TimeUnit.NANOSECONDS.toMillis(lasted));
+                }
                 return;
             } catch (ScsiCommandException e) {
                 if (e.senseKey() == SENSE_MEDIUM_ERROR) {
@@ -193,6 +254,9 @@ public final class RemoteBlockDevice extends MeteredBlockDevice {
                 throw e;
             } catch (IOException e) {
                 if (c.isConnected()) {
+                    if (e instanceof IscsiProtocolException broken) {
+                        session.protocolErrorOnLiveConnection(broken);
+                    }
                     throw e;
                 }
                 retries.increment();
@@ -200,6 +264,22 @@ public final class RemoteBlockDevice extends MeteredBlockDevice {
                 inFlight.decrementAndGet();
             }
             c = session.recover(c);
+        }
+    }
+
+    /** The idle probe: TEST UNIT READY on every session once no command was issued for an interval. */
+    private void probeIfIdle(long intervalNanos) {
+        if (outage.isGivenUp() || System.nanoTime() - lastIssued < intervalNanos) {
+            return;
+        }
+        for (RemoteSession s : sessions) {
+            try {
+                command(s, PROBE, 0, null, 0, 0);
+            } catch (IOException e) {
+                log.debug("{}: idle probe: {}", name(), e.getMessage()); // the session logged the trouble
+            } catch (RuntimeException e) {
+                log.warn("{}: idle probe failed: {}", name(), e.toString());
+            }
         }
     }
 
@@ -212,6 +292,9 @@ public final class RemoteBlockDevice extends MeteredBlockDevice {
      * added back); true when all are connected.
      */
     public boolean reconnect() {
+        if (outage.misbehaved()) {
+            return false;
+        }
         boolean all = true;
         for (RemoteSession s : sessions) {
             all &= s.revive();
@@ -230,15 +313,17 @@ public final class RemoteBlockDevice extends MeteredBlockDevice {
             reconnects += s.reconnects();
             peak = Math.max(peak, s.peakInFlight());
         }
-        RemoteMemberStatus.State state = up == sessions.length ? RemoteMemberStatus.State.CONNECTED
-                : givenUp ? RemoteMemberStatus.State.FAILED : RemoteMemberStatus.State.RECONNECTING;
+        RemoteMemberStatus.State state = givenUp ? RemoteMemberStatus.State.FAILED
+                : up == sessions.length ? RemoteMemberStatus.State.CONNECTED : RemoteMemberStatus.State.RECONNECTING;
         long count = commands.sum();
         return new RemoteMemberStatus(name(), state, up, sessions.length, options.queueDepth(), inFlight.get(), peak,
-                count, count == 0 ? 0 : commandNanos.sum() / count / 1000, retries.sum(), reconnects);
+                count, count == 0 ? 0 : commandNanos.sum() / count / 1000, retries.sum(), reconnects,
+                outage.protocolErrorCount());
     }
 
     @Override
     public void close() {
+        prober.shutdownNow();
         for (RemoteSession s : sessions) {
             s.close();
         }

@@ -11,9 +11,11 @@ package io.stripestack.remote;
  * @param meanLatencyMicros  their mean time from issue to status
  * @param retries            commands issued again after a lost connection
  * @param reconnects         logins after a lost connection
+ * @param protocolErrors     answers of the target that broke the protocol (docs/security.md, "Remote member targets")
  */
 public record RemoteMemberStatus(String name, State state, int connectionsUp, int connections, int queueDepth,
-        int inFlight, int peakInFlight, long commands, long meanLatencyMicros, long retries, long reconnects) {
+        int inFlight, int peakInFlight, long commands, long meanLatencyMicros, long retries, long reconnects,
+        long protocolErrors) {
 
     /** CONNECTED: every session up; RECONNECTING: within the retry window; FAILED: the window passed. */
     public enum State { CONNECTED, RECONNECTING, FAILED }

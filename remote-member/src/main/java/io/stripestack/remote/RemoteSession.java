@@ -1,7 +1,9 @@
 package io.stripestack.remote;
 
+import io.stripestack.blockdev.RateLimitedLog;
 import io.stripestack.initiator.InitiatorOptions;
 import io.stripestack.initiator.IscsiInitiator;
+import io.stripestack.initiator.IscsiProtocolException;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.util.concurrent.TimeUnit;
@@ -11,59 +13,69 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One session of a remote member's pool and its reconnection: when a command finds the connection lost, its
- * caller logs in again, with a backoff from 100 ms doubling to 2 s, until the retry window (counted from the
- * first failure of this outage on any of the member's sessions, {@link Outage}) has passed; then the member is
- * given up and every later command fails at once, until {@link #revive} is asked for.
+ * One session of a remote member's pool and its reconnection: when a command finds the connection lost or broken
+ * by a protocol error, its caller logs in again, waiting the backoff the member's {@link Outage} sets (from 100
+ * ms, doubling to 2 s, shared by the sessions), until the retry window (counted from the first failure of this
+ * outage on any of the member's sessions) has passed; then the member is given up and every later command fails
+ * at once, until {@link #revive} is asked for. A login that works does not end the outage, a command that
+ * completes does ({@link Outage}), so a target that logs in and then misbehaves again is given up in one window.
  *
- * <p>Threads. Any caller thread. {@code current} is volatile: commands read it without a lock. Logging in
- * again happens under {@code reconnectLock}, so one caller reconnects while the others of this session wait
- * for it (their I/O waits meanwhile, as the retry window promises). The outage guards itself.
+ * <p>Threads. Any caller thread, and the member's idle probe. {@code current} is volatile: commands read it
+ * without a lock. Logging in again happens under {@code reconnectLock}, so one caller reconnects while the others
+ * of this session wait for it (their I/O waits meanwhile, as the retry window promises). The outage and the
+ * member's rate-limited log guard themselves.
  */
 final class RemoteSession {
     private static final Logger log = LoggerFactory.getLogger(RemoteSession.class);
-    private static final long FIRST_BACKOFF_MILLIS = 100;
-    private static final long MAX_BACKOFF_MILLIS = 2000;
+    private static final int NOISE_INTERVAL_SECONDS = 10;
 
     private final RemoteEndpoint endpoint;
     private final InitiatorOptions initiatorOptions;
-    private final long retryNanos;
     private final String description;
     private final ReentrantLock reconnectLock = new ReentrantLock();
     private final AtomicLong reconnects = new AtomicLong();
     private final Outage outage;
+    private final RateLimitedLog noise;
     private volatile IscsiInitiator current;
 
     private RemoteSession(RemoteEndpoint endpoint, RemoteMemberOptions options, int index, Outage outage,
-            IscsiInitiator first) {
+            RateLimitedLog noise, IscsiInitiator first) {
         this.endpoint = endpoint;
         this.initiatorOptions = options.initiatorOptions();
-        this.retryNanos = options.retryTimeout().toNanos();
         this.description = endpoint + " (session " + index + ")";
         this.outage = outage;
+        this.noise = noise;
         this.current = first;
     }
 
-    /** Logs in the session's first connection; a target that cannot be reached now fails the open. */
-    static RemoteSession open(RemoteEndpoint endpoint, RemoteMemberOptions options, int index, Outage outage)
-            throws IOException {
-        return new RemoteSession(endpoint, options, index, outage, endpoint.login(options.initiatorOptions()));
+    /**
+     * The limiter for one member's connection trouble, shared by its sessions: at most a line per 10 s, under
+     * this class's name.
+     */
+    static RateLimitedLog troubleLog() {
+        return new RateLimitedLog(log, NOISE_INTERVAL_SECONDS, TimeUnit.SECONDS);
     }
 
-    /** The connection to issue a command on; throws at once when the session was given up. */
+    /** Logs in the session's first connection; a target that cannot be reached now fails the open. */
+    static RemoteSession open(RemoteEndpoint endpoint, RemoteMemberOptions options, int index, Outage outage,
+            RateLimitedLog noise) throws IOException {
+        return new RemoteSession(endpoint, options, index, outage, noise, endpoint.login(options.initiatorOptions()));
+    }
+
+    /** The connection to issue a command on; throws at once when the member was given up. */
     IscsiInitiator connection() throws IOException {
+        failIfGivenUp();
         IscsiInitiator c = current;
         if (c != null && c.isConnected()) {
             return c;
         }
-        failIfGivenUp();
         return recover(c);
     }
 
     /**
-     * Called after a command on {@code broken} failed because the connection was lost: returns a working
-     * connection (logged in again by this caller or by another one meanwhile), or throws once the retry
-     * window is over.
+     * Called after a command on {@code broken} failed because the connection was lost or the target broke the
+     * protocol: returns a working connection (logged in again by this caller or by another one meanwhile), or
+     * throws once the retry window is over.
      */
     IscsiInitiator recover(IscsiInitiator broken) throws IOException {
         reconnectLock.lock();
@@ -73,54 +85,86 @@ final class RemoteSession {
                 return now;
             }
             failIfGivenUp();
-            log.warn("{}: connection lost; logging in again for up to {} s", description,
-                    TimeUnit.NANOSECONDS.toSeconds(retryNanos));
+            IOException cause = now == null ? null : now.failure();
+            long deadline = cause instanceof IscsiProtocolException ? outage.protocolError() : outage.begin();
+            noise.warn("{}: {}; logging in again for up to {} s of trouble", description,
+                    cause == null ? "connection lost" : cause.getMessage(),
+                    TimeUnit.NANOSECONDS.toSeconds(outage.retryNanos()));
             if (now != null) {
                 now.close();
                 current = null;
             }
-            return loginUntilDeadline(outage.begin(retryNanos));
+            return loginUntilDeadline(deadline, cause);
         } finally {
             reconnectLock.unlock();
         }
     }
 
-    private IscsiInitiator loginUntilDeadline(long deadline) throws IOException {
-        long backoff = FIRST_BACKOFF_MILLIS;
+    /**
+     * A command on a live connection failed with a protocol error (a short read the target did not own up to):
+     * it counts against the retry window like a lost connection, and gives the member up once the window passed.
+     */
+    void protocolErrorOnLiveConnection(IscsiProtocolException e) {
+        outage.protocolError();
+        noise.warn("{}: {}", description, e.getMessage());
+        if (outage.windowPassed()) {
+            giveUp("the target kept breaking the protocol for the retry timeout of "
+                    + TimeUnit.NANOSECONDS.toSeconds(outage.retryNanos()) + " s: " + e.getMessage());
+        }
+    }
+
+    /** The member was given up: its connection is closed (no logout: the target is not trusted to answer one). */
+    void disconnect() {
+        IscsiInitiator c = current;
+        if (c != null) {
+            c.close();
+        }
+    }
+
+    private IscsiInitiator loginUntilDeadline(long deadline, IOException cause) throws IOException {
+        IOException last = cause;
         for (;;) {
-            IOException last;
+            long wait = Math.min(outage.loginDelay(), Math.max(0, deadline - System.nanoTime()));
+            if (wait > 0) {
+                try {
+                    TimeUnit.NANOSECONDS.sleep(wait);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new InterruptedIOException(description + ": interrupted while logging in again");
+                }
+            }
+            if (System.nanoTime() - deadline >= 0) {
+                String reason = (outage.protocolErrorsSeen() ? "the target kept breaking the protocol" : "no working"
+                        + " connection") + " for the retry timeout of " + TimeUnit.NANOSECONDS.toSeconds(
+                        outage.retryNanos()) + " s" + (last == null ? "" : ": " + last.getMessage());
+                giveUp(reason);
+                throw new IOException(description + ": " + reason, last);
+            }
+            outage.loginTried();
             try {
                 IscsiInitiator fresh = endpoint.login(initiatorOptions);
                 current = fresh;
                 reconnects.incrementAndGet();
-                log.info("{}: logged in again; the target was away for {} ms", description,
-                        TimeUnit.NANOSECONDS.toMillis(outage.end()));
+                log.debug("{}: logged in again", description);
                 return fresh;
             } catch (IOException e) {
                 last = e;
+                log.debug("{}: login failed: {}", description, e.getMessage());
             }
-            long leftMillis = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
-            if (leftMillis <= 0) {
-                String reason = "no connection for " + TimeUnit.NANOSECONDS.toSeconds(retryNanos)
-                        + " s (the retry timeout): " + last.getMessage();
-                outage.giveUp(reason);
-                log.error("{}: {}; the member's I/O fails from now on", description, reason);
-                throw new IOException(description + ": " + reason, last);
-            }
-            try {
-                Thread.sleep(Math.min(backoff, leftMillis));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new InterruptedIOException(description + ": interrupted while logging in again");
-            }
-            backoff = Math.min(backoff * 2, MAX_BACKOFF_MILLIS);
+        }
+    }
+
+    private void giveUp(String reason) {
+        if (outage.giveUp(reason)) {
+            log.error("{}: {}; the member's I/O fails from now on{}", description, reason, outage.misbehaved()
+                    ? " (a target that broke the protocol is not tried again by itself: fix it, then restart the"
+                    + " server or replace the member)" : "");
         }
     }
 
     private void failIfGivenUp() throws IOException {
-        String reason = outage.givenUp();
-        if (reason != null) {
-            throw new IOException(description + ": " + reason);
+        if (outage.isGivenUp()) {
+            throw new IOException(description + ": " + outage.givenUp());
         }
     }
 
@@ -138,8 +182,8 @@ final class RemoteSession {
             try {
                 current = endpoint.login(initiatorOptions);
                 reconnects.incrementAndGet();
-                outage.end();
-                log.info("{}: connected again", description);
+                long lasted = outage.end();
+                log.info("{}: connected again after {} s", description, TimeUnit.NANOSECONDS.toSeconds(lasted));
                 return true;
             } catch (IOException e) {
                 log.debug("{}: still unreachable: {}", description, e.getMessage());

@@ -1,5 +1,6 @@
 package io.stripestack.targetserver.iscsi;
 
+import io.stripestack.blockdev.RateLimitedLog;
 import java.util.Collection;
 import java.util.List;
 import java.util.Set;

@@ -12,8 +12,8 @@ import java.util.function.ToLongFunction;
 /**
  * What {@code stripestack status}, /metrics and {@code ctl get ARRAY/remote/N} show of the arrays' members on
  * remote targets: connection state, sessions up, queue depth and commands in flight, mean latency, commands
- * retried and logins after a lost connection. A member's line stays after the array has failed it, so a
- * member that was lost shows as such.
+ * retried, logins after a lost connection and the target's protocol errors. A member's line stays after the
+ * array has failed it, so a member that was lost shows as such.
  *
  * <p>Concurrency: the map is filled before the server serves and not changed afterwards; each device's
  * status is a snapshot of its own thread-safe counters, so any admin thread may render at any time.
@@ -47,9 +47,10 @@ final class RemoteMemberReport {
     private static String line(RemoteMemberStatus s) {
         return String.format(Locale.ROOT,
                 "%s: %s, sessions %d/%d, queue_depth %d, in_flight %d (peak %d), commands %d, latency %d us,"
-                        + " retries %d, reconnects %d", s.name(), s.state().name().toLowerCase(Locale.ROOT),
-                s.connectionsUp(), s.connections(), s.queueDepth(), s.inFlight(), s.peakInFlight(), s.commands(),
-                s.meanLatencyMicros(), s.retries(), s.reconnects());
+                        + " retries %d, reconnects %d, protocol_errors %d", s.name(),
+                s.state().name().toLowerCase(Locale.ROOT), s.connectionsUp(), s.connections(), s.queueDepth(),
+                s.inFlight(), s.peakInFlight(), s.commands(), s.meanLatencyMicros(), s.retries(), s.reconnects(),
+                s.protocolErrors());
     }
 
     /**
@@ -97,6 +98,8 @@ final class RemoteMemberReport {
                 RemoteMemberStatus::retries);
         counter(text, "stripestack_remote_member_reconnects_total", "Logins after a lost connection.",
                 RemoteMemberStatus::reconnects);
+        counter(text, "stripestack_remote_member_protocol_errors_total",
+                "Answers of the remote target that broke the iSCSI protocol.", RemoteMemberStatus::protocolErrors);
         return text.toString();
     }
 

@@ -4,6 +4,7 @@ import io.stripestack.raid5.Raid5Array;
 import io.stripestack.raid5.Raid5Status;
 import io.stripestack.remote.RemoteBlockDevice;
 import io.stripestack.remote.RemoteMemberStatus;
+import java.io.IOException;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Executors;
@@ -13,11 +14,14 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Re-adds a remote member whose target comes back: every {@value #INTERVAL_SECONDS} s, each remote member the
- * array holds as faulty and whose connection was given up (its retry window passed) is asked to connect again;
- * once it does, the array re-adds it ({@link Raid5Array#reAddMember}), which with the write-intent bitmap
- * rebuilds only the regions written while it was away. A member that failed for another reason (a MEDIUM ERROR
- * on a live connection) is left faulty for the operator, as a failing local disk is.
+ * Keeps the arrays in step with their remote members' connections, every {@value #INTERVAL_SECONDS} s. A remote
+ * member the array still holds as working but whose device was given up (its idle probe found the target gone
+ * and the retry window passed, with no array I/O to notice) is failed in the array, so the array's status says
+ * degraded as the member's does. A remote member the array holds as faulty and whose connection was given up
+ * is asked to connect again; once it does, the array re-adds it ({@link Raid5Array#reAddMember}), which with
+ * the write-intent bitmap rebuilds only the regions written while it was away. A member that failed for another
+ * reason (a MEDIUM ERROR on a live connection), or whose target broke the protocol, is left faulty for the
+ * operator, as a failing local disk is.
  *
  * <p>Threads: one daemon thread ({@code stripestack-remote-returns}) does all of it; the maps are filled
  * before {@link #start} and not changed afterwards. {@link #close} stops it and waits for a running round.
@@ -60,6 +64,10 @@ final class RemoteMemberReturns implements AutoCloseable {
         for (Map.Entry<String, List<RemoteBlockDevice>> e : remoteMembers.entrySet()) {
             Raid5Array array = arrays.get(e.getKey());
             for (Raid5Status.Member m : array.status().members()) {
+                if (m.state() == Raid5Status.MemberState.ACTIVE || m.state() == Raid5Status.MemberState.REBUILDING) {
+                    failGivenUp(e.getKey(), array, m, e.getValue());
+                    continue;
+                }
                 if (m.state() != Raid5Status.MemberState.FAULTY) {
                     continue;
                 }
@@ -68,6 +76,21 @@ final class RemoteMemberReturns implements AutoCloseable {
                             && d.reconnect()) {
                         reAdd(e.getKey(), array, m.role(), d);
                     }
+                }
+            }
+        }
+    }
+
+    private static void failGivenUp(String name, Raid5Array array, Raid5Status.Member m,
+            List<RemoteBlockDevice> devices) {
+        for (RemoteBlockDevice d : devices) {
+            if (d.name().equals(m.device()) && d.status().state() == RemoteMemberStatus.State.FAILED) {
+                log.warn("array {}: the target of member {} ({}) was given up while the array was idle; failing"
+                        + " the member", name, m.role(), d.name());
+                try {
+                    array.failMember(m.role());
+                } catch (IOException | RuntimeException e) {
+                    log.warn("array {}: failing member {} ({}): {}", name, m.role(), d.name(), e.toString());
                 }
             }
         }
