@@ -48,6 +48,11 @@ final class MemberReAdd {
                         + m.state.name().toLowerCase(Locale.ROOT) + (m.device == null ? " without a device" : "")
                         + "; only a faulty member that still has its device can be re-added (add a spare instead)");
             }
+            if (members.failedRoleWasRebuilding) {
+                throw new IllegalStateException(name + ": member " + role + " (" + m.displayName + ") failed while it "
+                        + "was being rebuilt, so its device holds only part of the data; it cannot be re-added -- "
+                        + "remove it and add it again as a spare, to be rebuilt whole");
+            }
             boolean fromBitmap = superblocks.hasBitmap();
             members.rebuildFromBitmap = fromBitmap;
             members.recoveredRows = 0;

@@ -90,6 +90,16 @@ final class MemberSet {
     volatile int failedRole = -1;
     /** A second member is lost: every I/O fails. */
     volatile boolean failed;
+    /**
+     * The roles that turned faulty as the array failed or after (a bit per role): no write was acknowledged
+     * without them, so a forced return ({@link ForcedReturn}) may take them back. Guarded by the state lock.
+     */
+    long leftAsArrayFailed;
+    /**
+     * Whether {@link #failedRole} was being rebuilt when it failed: its device then holds only part of the data,
+     * and must be rebuilt whole rather than re-added. Guarded by the state lock.
+     */
+    boolean failedRoleWasRebuilding;
     volatile boolean closed;
     /**
      * Rows of the rebuilding member ({@code failedRole}) that hold valid data; 0 when no rebuild runs.
@@ -222,6 +232,7 @@ final class MemberSet {
             if (m.state == Raid5Status.MemberState.REBUILDING) {
                 recoveredRows = 0;
                 m.state = Raid5Status.MemberState.FAULTY;
+                failedRoleWasRebuilding = true;
                 requestSyncStopLocked(RowOp.RECOVER);
                 LOG.error("{}: replacement member {} ({}) failed during its rebuild: {}. The array stays DEGRADED; "
                         + "add another spare", name, role, m.displayName, cause.getMessage());
@@ -231,13 +242,16 @@ final class MemberSet {
                 m.state = Raid5Status.MemberState.FAULTY;
                 if (failedRole >= 0) {
                     failed = true;
+                    leftAsArrayFailed |= 1L << role;
                     if (sync != null) {
                         sync.requestStopLocked(true);
                     }
                     LOG.error("{}: member {} ({}) failed: {}. A second member is lost ({}): the array has FAILED and "
-                            + "refuses all I/O", name, role, m.displayName, cause.getMessage(), describeFaulty());
+                            + "refuses all I/O. If the members failed together and answer again, force it back (like "
+                            + "mdadm --assemble --force: the ctl attribute force, or serve --force after a stop)", name, role, m.displayName, cause.getMessage(), describeFaulty());
                 } else {
                     failedRole = role;
+                    failedRoleWasRebuilding = false;
                     requestSyncStopLocked(null);
                     LOG.error("{}: member {} ({}) failed: {}. The array is DEGRADED: reads of its chunks are rebuilt "
                             + "from parity. {}", name, role, m.displayName, cause.getMessage(), spares.isEmpty()
@@ -270,10 +284,13 @@ final class MemberSet {
         for (Member m : lost) {
             if (m.state == Raid5Status.MemberState.REBUILDING) {
                 recoveredRows = 0;
+                failedRoleWasRebuilding = true;
             } else if (failedRole >= 0 && failedRole != m.role) {
                 failed = true;
+                leftAsArrayFailed |= 1L << m.role;
             } else {
                 failedRole = m.role;
+                failedRoleWasRebuilding = false;
             }
             m.state = Raid5Status.MemberState.FAULTY;
         }

@@ -594,6 +594,21 @@ public final class Raid5Array extends MeteredBlockDevice {
     }
 
     /**
+     * Brings the array back after it failed, as stopping it and {@code mdadm --assemble --force} would: the members
+     * that turned faulty as it failed (remote targets that died at once) are taken back in sync once their devices
+     * answer, and the member that left first is re-added (see ForcedReturn). Returns what was done, a line per
+     * member.
+     *
+     * @throws IllegalStateException naming the reason, with nothing changed, when the array has not failed or a
+     *                               member to take back does not answer
+     */
+    public List<String> forceAssemble() {
+        refuseWhileReshaping("force the array back");
+        ArrayParts p = current();
+        return ForcedReturn.start(name, p.members, p.superblocks, p.sync);
+    }
+
+    /**
      * Detaches the faulty member of {@code role} (like {@code mdadm --remove}): its device is closed and
      * the role is missing until a spare is added. Only a faulty member can be removed.
      *

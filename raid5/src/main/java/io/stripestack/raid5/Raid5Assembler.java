@@ -21,13 +21,26 @@ import org.slf4j.LoggerFactory;
  * that was not shut down cleanly and is degraded is refused unless
  * {@link Raid5Options#startDirtyDegraded()} (md's {@code start_dirty_degraded}). A member whose md
  * bad-block log lists bad sectors is refused (the engine does not honour the log), with nothing written;
- * a spare with such a log is left unused and untouched (see {@link MdBadBlockLog}).
+ * a spare with such a log is left unused and untouched (see {@link MdBadBlockLog}). With
+ * {@link Raid5Options#force()} an array that lost more than one member starts again when the members that left
+ * last did so only as the array failed (mdadm's {@code --assemble --force}, with a staleness check mdadm lacks):
+ * see {@link #force}.
  *
  * <p>Ownership: the array takes every device it uses and closes it on {@link Raid5Array#close()};
  * devices assemble does not use are closed before it returns. Stateless; safe from any thread.
  */
 public final class Raid5Assembler {
     private static final Logger LOG = LoggerFactory.getLogger(Raid5Assembler.class);
+    private static final String FORCE_HINT = ". If the members that left last still hold their data (they failed "
+            + "together: a full file system, targets that went away at once), start it with force (serve --force; "
+            + "md's mdadm --assemble --force), which takes them back and says which";
+
+    /**
+     * A member of this set that is not current (marked faulty, or stale), still in its role by its own superblock
+     * and whole: what a forced assembly may take back, or make a spare to rebuild onto.
+     */
+    private record LeftBehind(int index, BlockDevice device, Md1Superblock sb, int role, String problem) {
+    }
 
     private Raid5Assembler() {
     }
@@ -69,6 +82,7 @@ public final class Raid5Assembler {
         Md1Superblock[] sbByRole = new Md1Superblock[ref.raidDisks];
         boolean[] used = new boolean[count];
         List<String> refusals = new ArrayList<>();
+        List<LeftBehind> leftBehind = new ArrayList<>();
         String setName = "'" + ref.setName + "' (" + Md1Superblock.formatUuid(ref.setUuid) + ")";
         for (int i = 0; i < count; i++) {
             Md1Superblock sb = sbs[i];
@@ -83,12 +97,13 @@ public final class Raid5Assembler {
                 continue;
             }
             int role = sb.devNumber < ref.devRoles.length ? ref.devRoles[sb.devNumber] : Md1Superblock.ROLE_SPARE;
+            long needed = ref.dataOffsetSectors * 512 + ref.sizeSectors * 512;
             if (role == Md1Superblock.ROLE_FAULTY) {
-                problems.add(d.name() + ": was marked faulty in " + setName + " (its events " + sb.events
-                        + ", array events " + ref.events + "); it is not used -- replace it with a new member");
+                leaveBehind(leftBehind, problems, i, d, sb, ref, needed, d.name() + ": was marked faulty in " + setName
+                        + " (its events " + sb.events + ", array events " + ref.events + "); it is not used -- "
+                        + "replace it with a new member");
                 continue;
             }
-            long needed = ref.dataOffsetSectors * 512 + ref.sizeSectors * 512;
             if (role == Md1Superblock.ROLE_SPARE && d.size() >= needed && sb.dataOffsetSectors == ref.dataOffsetSectors) {
                 String badBlocks = badBlockRefusal(d, sb, problems);
                 if (badBlocks != null) {
@@ -108,9 +123,9 @@ public final class Raid5Assembler {
             boolean reshapeStep = reshapeStepBehind(sb, ref);
             boolean reshapeInvolved = sb.isReshaping() || ref.isReshaping();
             if (sb.events + 1 < ref.events || (sb.events < ref.events && reshapeInvolved && !reshapeStep)) {
-                problems.add(d.name() + ": is stale (events " + sb.events + " < " + ref.events
-                        + "): it missed writes made while it was away; it is not used -- rebuild onto it as a new "
-                        + "member, or remove it from the list");
+                leaveBehind(leftBehind, problems, i, d, sb, ref, needed, d.name() + ": is stale (events " + sb.events
+                        + " < " + ref.events + "): it missed writes made while it was away; it is not used -- rebuild "
+                        + "onto it as a new member, or remove it from the list");
                 continue;
             }
             if (d.size() < needed || (sb.dataOffsetSectors != ref.dataOffsetSectors && !reshapeStep)) {
@@ -146,6 +161,16 @@ public final class Raid5Assembler {
                     + (refusals.size() == 1 ? "a member lists bad sectors" : refusals.size() + " members lists bad sectors"),
                     refusals);
         }
+        Md1Superblock template = ref.copy();
+        boolean forced = false;
+        if (options.force()) {
+            forced = force(byRole, sbByRole, used, leftBehind, spares, sbs, ref, template, setName, problems, devices);
+        }
+        for (LeftBehind l : leftBehind) {
+            if (!used[l.index]) {
+                problems.add(l.problem);
+            }
+        }
         MemberSet.Member[] roles = new MemberSet.Member[ref.raidDisks];
         int absent = 0;
         long resumeRows = 0;
@@ -172,9 +197,14 @@ public final class Raid5Assembler {
         if (absent > 1 || (absent == 1 && !options.allowDegraded())) {
             closeAll(devices, new boolean[count]);
             throw new Raid5AssembleException("cannot start " + setName + ": " + absent + " of " + ref.raidDisks
-                    + " members unavailable" + (absent == 1 ? " and degraded start is not allowed" : ""), problems);
+                    + " members unavailable" + (absent == 1 ? " and degraded start is not allowed"
+                    : !options.force() && !leftBehind.isEmpty() ? FORCE_HINT : ""), problems);
         }
-        if (absent == 1 && !ref.isClean() && !ref.hasPpl() && !options.startDirtyDegraded()) {
+        if (forced) {
+            // mdadm --force marks such an array clean: the members taken back hold every acknowledged write
+            problems.add("forced start: rows being written when the array failed may have parity that does not match "
+                    + "their data; check the data written last");
+        } else if (absent == 1 && !ref.isClean() && !ref.hasPpl() && !options.startDirtyDegraded()) {
             closeAll(devices, new boolean[count]);
             throw new Raid5AssembleException("cannot start " + setName + ": it was not shut down cleanly AND is "
                     + "degraded. Rows being written at the crash may have parity that does not match their data "
@@ -187,13 +217,142 @@ public final class Raid5Assembler {
         for (String p : problems) {
             LOG.warn("assemble {}: {}", setName, p);
         }
-        Md1Superblock template = ref.copy();
-        if (!template.isClean() && !template.hasPpl() && absent == 1) {
+        if (!forced && !template.isClean() && !template.hasPpl() && absent == 1) {
             LOG.warn("assemble {}: started DIRTY and DEGRADED (start_dirty_degraded): rows written at the crash may "
                     + "read back wrong from the missing member; check the data written last", setName);
         }
         WriteIntentBitmap bitmap = template.hasBitmap() ? loadBitmap(roles, template, problems) : null;
         return new Raid5Array(template, roles, spares, resumeRows, bitmap, options, problems);
+    }
+
+    /** Notes a member that is not used; one a forced assembly could take back is kept in {@code leftBehind}. */
+    private static void leaveBehind(List<LeftBehind> leftBehind, List<String> problems, int index, BlockDevice d,
+                                    Md1Superblock sb, Md1Superblock ref, long needed, String problem) {
+        int ownRole = sb.devNumber < sb.devRoles.length ? sb.devRoles[sb.devNumber] : Md1Superblock.ROLE_SPARE;
+        boolean whole = d.size() >= needed && sb.dataOffsetSectors == ref.dataOffsetSectors;
+        if (ownRole < ref.raidDisks && whole && !sb.isRecovering() && !sb.isReshaping() && !ref.isReshaping()) {
+            leftBehind.add(new LeftBehind(index, d, sb, ownRole, problem));
+        } else {
+            problems.add(problem);
+        }
+    }
+
+    /**
+     * What {@code mdadm --assemble --force} does when too few members are current: the freshest left-behind member
+     * is taken back into its role (its events count as the newest), then every other one of the same events, until
+     * the array can start; the remaining left-behind members become spares, rebuilt onto. Unlike mdadm, a member is
+     * taken back only when the superblocks show that no write could be acknowledged without it: it left as the
+     * array failed ({@link #whyStale}); otherwise the start is refused, naming it. Returns whether a member was
+     * forced; the forced roles are written into {@code template}.
+     */
+    private static boolean force(BlockDevice[] byRole, Md1Superblock[] sbByRole, boolean[] used,
+                                 List<LeftBehind> leftBehind, List<MemberSet.Member> spares, Md1Superblock[] sbs,
+                                 Md1Superblock ref, Md1Superblock template, String setName, List<String> problems,
+                                 List<? extends BlockDevice> devices) throws Raid5AssembleException {
+        int empty = 0;
+        for (BlockDevice d : byRole) {
+            empty += d == null ? 1 : 0;
+        }
+        if (empty <= 1) {
+            return false;
+        }
+        List<LeftBehind> freshestFirst = new ArrayList<>(leftBehind);
+        freshestFirst.sort((a, b) -> Long.compare(b.sb.events, a.sb.events));
+        long vintage = -1;
+        for (LeftBehind c : freshestFirst) {
+            if ((empty <= 1 && c.sb.events != vintage) || byRole[c.role] != null) {
+                continue;
+            }
+            String refusal = whyStale(c, sbs, ref, devices);
+            if (refusal == null) {
+                refusal = badBlockRefusal(c.device, c.sb, problems);
+            }
+            if (refusal != null) {
+                if (empty <= 1) {
+                    continue;   // not needed: it becomes a spare like the others
+                }
+                closeAll(devices, new boolean[devices.size()]);
+                List<String> why = new ArrayList<>(problems);
+                why.add(refusal);
+                throw new Raid5AssembleException("cannot force " + setName + " to start: " + empty + " of "
+                        + ref.raidDisks + " members unavailable, and the freshest one left behind, " + c.device.name()
+                        + ", is really stale", why);
+            }
+            byRole[c.role] = c.device;
+            sbByRole[c.role] = c.sb;
+            used[c.index] = true;
+            template.devRoles[c.sb.devNumber] = c.role;
+            vintage = c.sb.events;
+            empty--;
+            String what = c.device.name() + ": FORCED back into member " + c.role + " (as mdadm --assemble --force "
+                    + "does): its events " + c.sb.events + " counted as the array's " + ref.events + ", "
+                    + (ref.events - c.sb.events) + " event" + (ref.events - c.sb.events == 1 ? "" : "s") + " forced";
+            problems.add(what);
+        }
+        if (vintage < 0) {
+            return false;
+        }
+        for (LeftBehind l : leftBehind) {
+            if (used[l.index] || badBlockRefusal(l.device, l.sb, new ArrayList<>()) != null) {
+                continue;
+            }
+            used[l.index] = true;
+            template.devRoles[l.sb.devNumber] = Md1Superblock.ROLE_SPARE;
+            spares.add(new MemberSet.Member(-1, l.device, l.device.name(), l.sb.devNumber, l.sb.deviceUuid,
+                    l.sb.dataSizeSectors, Raid5Status.MemberState.ACTIVE));
+            problems.add(l.device.name() + ": left the array before it failed (events " + l.sb.events + " < "
+                    + ref.events + "), so it missed writes; after the forced start it is a spare, rebuilt onto");
+        }
+        return true;
+    }
+
+    /**
+     * Null when member {@code c} left the array only as the array failed, so it holds every acknowledged write:
+     * its own superblock already records the array without redundancy (losing it failed the array), or the
+     * superblock update after its last one (events + 1, on a member given) took out another member with it.
+     * Otherwise why it is really stale. A superblock update reaches every member that holds a role, so a member's
+     * own superblock shows the array as it was when the member left.
+     */
+    private static String whyStale(LeftBehind c, Md1Superblock[] sbs, Md1Superblock ref,
+                                   List<? extends BlockDevice> devices) {
+        int raidDisks = ref.raidDisks;
+        int own = rolesHeld(c.sb, raidDisks, -1);
+        if (own < raidDisks) {
+            return null;
+        }
+        for (int i = 0; i < sbs.length; i++) {
+            Md1Superblock next = sbs[i];
+            if (next != null && next.sameSet(ref) && next.events == c.sb.events + 1) {
+                int without = rolesHeld(next, raidDisks, c.sb.devNumber);
+                if (without < raidDisks - 1) {
+                    return null;
+                }
+                return c.device.name() + " (member " + c.role + ", events " + c.sb.events + ") is really stale: the "
+                        + "update that took it out (events " + next.events + ", on " + devices.get(i).name()
+                        + ") left the array running on " + without + " members, which went on acknowledging writes it "
+                        + "missed; forcing it would serve stale data -- give the members that left last (a renamed or "
+                        + "moved file: list it), or restore the data from a backup";
+            }
+        }
+        return c.device.name() + " (member " + c.role + ", events " + c.sb.events + ") is really stale: its superblock "
+                + "records all " + raidDisks + " members in sync, and no member given records the update that took it "
+                + "out (events " + (c.sb.events + 1) + "), so the array may have run without it and acknowledged writes "
+                + "it missed; forcing it would serve stale data -- give the members that left last (a renamed or moved "
+                + "file: list it), or restore the data from a backup";
+    }
+
+    /** How many of the {@code raidDisks} roles {@code sb}'s dev_roles give to a device other than {@code except}. */
+    private static int rolesHeld(Md1Superblock sb, int raidDisks, int except) {
+        boolean[] held = new boolean[raidDisks];
+        int count = 0;
+        for (int d = 0; d < sb.devRoles.length; d++) {
+            int role = sb.devRoles[d];
+            if (d != except && role >= 0 && role < raidDisks && !held[role]) {
+                held[role] = true;
+                count++;
+            }
+        }
+        return count;
     }
 
     /**

@@ -17,9 +17,14 @@ package io.stripestack.raid5;
  * @param consistencyPolicy  how parity survives a crash; null keeps what the members record (a new array:
  *                           {@link ConsistencyPolicy#BITMAP}); a different policy is switched to at open, after
  *                           the members' own one has recovered what it must
+ * @param force              what {@code mdadm --assemble --force} does: when too few members are current to
+ *                           start, the freshest members that left the array only as it failed are taken back in
+ *                           sync, the other left-behind ones become spares rebuilt onto, and a dirty degraded
+ *                           start is allowed (see {@link Raid5Assembler}); off by default
  */
 public record Raid5Options(int stripeCacheRows, boolean checkParityOnReads, int ioThreads, boolean allowDegraded,
-                           boolean startDirtyDegraded, long bitmapChunkBytes, ConsistencyPolicy consistencyPolicy) {
+                           boolean startDirtyDegraded, long bitmapChunkBytes, ConsistencyPolicy consistencyPolicy,
+                           boolean force) {
     public Raid5Options {
         if (stripeCacheRows != 0) {
             StripeCache.checkCapacity(stripeCacheRows);
@@ -35,31 +40,36 @@ public record Raid5Options(int stripeCacheRows, boolean checkParityOnReads, int 
 
     /** The settings without {@code startDirtyDegraded} (off). */
     public Raid5Options(int stripeCacheRows, boolean checkParityOnReads, int ioThreads, boolean allowDegraded) {
-        this(stripeCacheRows, checkParityOnReads, ioThreads, allowDegraded, false, 0, null);
+        this(stripeCacheRows, checkParityOnReads, ioThreads, allowDegraded, false, 0, null, false);
     }
 
     public static Raid5Options defaults() {
-        return new Raid5Options(0, false, 0, true, false, 0, null);
+        return new Raid5Options(0, false, 0, true, false, 0, null, false);
     }
 
     public Raid5Options withStripeCacheRows(int rows) {
-        return new Raid5Options(rows, checkParityOnReads, ioThreads, allowDegraded, startDirtyDegraded, bitmapChunkBytes, consistencyPolicy);
+        return new Raid5Options(rows, checkParityOnReads, ioThreads, allowDegraded, startDirtyDegraded, bitmapChunkBytes, consistencyPolicy, force);
     }
 
     public Raid5Options withAllowDegraded(boolean allow) {
-        return new Raid5Options(stripeCacheRows, checkParityOnReads, ioThreads, allow, startDirtyDegraded, bitmapChunkBytes, consistencyPolicy);
+        return new Raid5Options(stripeCacheRows, checkParityOnReads, ioThreads, allow, startDirtyDegraded, bitmapChunkBytes, consistencyPolicy, force);
     }
 
     public Raid5Options withBitmapChunkBytes(long bytes) {
-        return new Raid5Options(stripeCacheRows, checkParityOnReads, ioThreads, allowDegraded, startDirtyDegraded, bytes, consistencyPolicy);
+        return new Raid5Options(stripeCacheRows, checkParityOnReads, ioThreads, allowDegraded, startDirtyDegraded, bytes, consistencyPolicy, force);
     }
 
-    public Raid5Options withStartDirtyDegraded(boolean force) {
-        return new Raid5Options(stripeCacheRows, checkParityOnReads, ioThreads, allowDegraded, force, bitmapChunkBytes, consistencyPolicy);
+    public Raid5Options withStartDirtyDegraded(boolean start) {
+        return new Raid5Options(stripeCacheRows, checkParityOnReads, ioThreads, allowDegraded, start, bitmapChunkBytes, consistencyPolicy, force);
     }
 
     public Raid5Options withConsistencyPolicy(ConsistencyPolicy policy) {
         return new Raid5Options(stripeCacheRows, checkParityOnReads, ioThreads, allowDegraded, startDirtyDegraded,
-                bitmapChunkBytes, policy);
+                bitmapChunkBytes, policy, force);
+    }
+
+    public Raid5Options withForce(boolean forceAssembly) {
+        return new Raid5Options(stripeCacheRows, checkParityOnReads, ioThreads, allowDegraded, startDirtyDegraded,
+                bitmapChunkBytes, consistencyPolicy, forceAssembly);
     }
 }

@@ -186,6 +186,11 @@ final class Superblocks {
         template.devRoles[devNumber] = role;
     }
 
+    /** Device {@code devNumber} holds {@code role} again, in sync (a forced return: {@link ForcedReturn}). */
+    void memberBackLocked(int devNumber, int role) {
+        template.devRoles[devNumber] = role;
+    }
+
     /** Records that the rebuilding member holds {@code rows} durable rows (it was flushed). */
     void recoveryCheckpointLocked(long rows) {
         recoveryCheckpointRows = rows;
