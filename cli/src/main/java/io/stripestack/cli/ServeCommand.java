@@ -19,10 +19,16 @@ final class ServeCommand implements Callable<Integer> {
     @Option(names = {"-c", "--config"}, paramLabel = "FILE", description = "the configuration file")
     Path config;
 
+    @Option(names = "--force", description = {"Start an array that lost more than one member as mdadm --assemble "
+            + "--force does: the members that left only as it failed (a full file system, targets that died at once)",
+            "are taken back in sync and named in the log, the others rebuilt; a member the array wrote without is "
+            + "refused by name (docs/operations.md)."})
+    boolean force;
+
     @Override
     public Integer call() throws Exception {
         StripestackConfig c = config != null ? ConfigLoader.load(config) : DefaultConfig.load();
-        StripestackServer server = StripestackServer.start(c);
+        StripestackServer server = StripestackServer.start(c, force);
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             server.close();

@@ -73,6 +73,15 @@ final class ArrayControls {
         registry.register(name + "/mismatch_cnt", ControlAttribute.readOnly(() -> Long.toString(array.mismatchCount())));
         registry.register(name + "/fail", memberAction(array, "failing", array::failMember));
         registry.register(name + "/remove", memberAction(array, "removing", array::removeMember));
+        // writing 1 brings a failed array back as mdadm --assemble --force would (Raid5Array.forceAssemble)
+        java.util.concurrent.atomic.AtomicReference<String> lastForce = new java.util.concurrent.atomic.AtomicReference<>("");
+        registry.register(name + "/force", action(lastForce::get, value -> {
+            if (!value.equals("1")) {
+                throw new IllegalArgumentException(name + "/force: write 1 to bring the failed array back (mdadm "
+                        + "--assemble --force); '" + value + "' is not 1");
+            }
+            lastForce.set(String.join("; ", array.forceAssemble()));
+        }));
         registry.register(name + "/add", action(() -> "", path -> {
             Path spare = dataDir.resolve(path.trim()).normalize();
             try {

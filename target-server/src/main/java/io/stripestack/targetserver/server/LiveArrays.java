@@ -68,14 +68,14 @@ final class LiveArrays implements AutoCloseable {
      * Opens a configured array at start-up (created when none of its members exists and it says how); a member or
      * spare file of an array opened before is refused as at run time.
      */
-    synchronized StackBuilder.OpenedArray openAtStart(ArrayConfig ac) throws IOException {
+    synchronized StackBuilder.OpenedArray openAtStart(ArrayConfig ac, boolean force) throws IOException {
         for (Path f : ac.members()) {
             refuseFileInUse(f, "be a member of " + ac.name());
         }
         for (Path f : ac.spares()) {
             refuseFileInUse(f, "be a spare of " + ac.name());
         }
-        StackBuilder.OpenedArray opened = StackBuilder.openArray(ac, options(ac));
+        StackBuilder.OpenedArray opened = StackBuilder.openArray(ac, options(ac).withForce(force));
         if (opened.created()) {
             createdAtStart.add(ac.name());
         }

@@ -3,6 +3,7 @@ package io.stripestack.targetserver.server;
 import io.stripestack.readahead.ReadaheadBudget;
 import io.stripestack.raid5.Raid5Array;
 import io.stripestack.raid5.Raid5Options;
+import io.stripestack.raid5.Raid5Status;
 import io.stripestack.targetserver.config.ConfigSaver;
 import io.stripestack.targetserver.config.StripestackConfig;
 import io.stripestack.targetserver.config.StripestackConfig.ArrayConfig;
@@ -81,9 +82,18 @@ public final class StripestackServer implements Closeable {
 
     /** Builds everything the configuration describes and starts serving; on failure nothing stays open. */
     public static StripestackServer start(StripestackConfig config) throws IOException {
+        return start(config, false);
+    }
+
+    /**
+     * As {@link #start(StripestackConfig)}; with {@code force} an array that lost more than one member is assembled
+     * as {@code mdadm --assemble --force} does (the members that left only as it failed are taken back; see
+     * Raid5Options.force): {@code serve --force}.
+     */
+    public static StripestackServer start(StripestackConfig config, boolean force) throws IOException {
         StripestackServer server = new StripestackServer(config);
         try {
-            server.startAll();
+            server.startAll(force);
             return server;
         } catch (IOException | RuntimeException e) {
             server.close();
@@ -119,9 +129,9 @@ public final class StripestackServer implements Closeable {
         return report;
     }
 
-    private void startAll() throws IOException {
+    private void startAll(boolean force) throws IOException {
         for (ArrayConfig ac : config.arrays().values()) {
-            StackBuilder.OpenedArray opened = liveArrays.openAtStart(ac);
+            StackBuilder.OpenedArray opened = liveArrays.openAtStart(ac, force);
             if (!opened.remoteMembers().isEmpty()) {
                 remoteMembers.put(ac.name(), opened.remoteMembers());
                 RemoteMemberReport.registerControls(registry, ac.name(), opened.remoteMembers());
@@ -247,13 +257,19 @@ public final class StripestackServer implements Closeable {
         return iscsi.boundAddresses();
     }
 
-    /** Stops serving, drains in-flight commands, flushes every stack and marks the arrays clean. */
+    /**
+     * Stops serving, drains in-flight commands, flushes every stack and marks the arrays clean; an array that has
+     * failed is left as its superblocks say (active), and the last line of the log says which were marked clean
+     * and which not.
+     */
     @Override
     public synchronized void close() {
         if (closed) {
             return;
         }
         closed = true;
+        Map<String, Raid5Array> stopping = new LinkedHashMap<>(arrays);
+        int flushFailures = 0;
         remoteReturns.close();
         if (metrics != null) {
             metrics.close();
@@ -281,12 +297,32 @@ public final class StripestackServer implements Closeable {
             try {
                 lun.top().flush();
             } catch (IOException e) {
+                flushFailures++;
                 log.error("flushing {} at shutdown failed: {}", lun.controlPath(), e.getMessage());
             }
             closeQuietly(lun.top(), lun.controlPath());
         }
         liveArrays.close();
-        log.info("stopped: every stack flushed, arrays marked clean");
+        logStopped(stopping, flushFailures);
+    }
+
+    /** The last line of a stop: what was flushed and which arrays the superblocks now call clean. */
+    private static void logStopped(Map<String, Raid5Array> stopped, int flushFailures) {
+        List<String> clean = new ArrayList<>();
+        List<String> failed = new ArrayList<>();
+        for (Map.Entry<String, Raid5Array> e : stopped.entrySet()) {
+            // a failed array's close writes no superblock: they keep saying active
+            (e.getValue().status().health() == Raid5Status.Health.FAILED ? failed : clean).add(e.getKey());
+        }
+        String flushed = flushFailures == 0 ? "every stack flushed" : flushFailures + " stack"
+                + (flushFailures == 1 ? "" : "s") + " failed to flush (see above)";
+        if (failed.isEmpty()) {
+            log.info("stopped: {}{}", flushed, clean.isEmpty() ? "" : ", arrays marked clean: " + String.join(", ", clean));
+        } else {
+            log.warn("stopped: {}; FAILED arrays NOT marked clean (their superblocks still say active): {}{} -- once their "
+                    + "members answer, start with serve --force (docs/operations.md)", flushed, String.join(", ", failed),
+                    clean.isEmpty() ? "" : "; arrays marked clean: " + String.join(", ", clean));
+        }
     }
 
     private static void closeQuietly(Closeable c, String what) {
