@@ -52,9 +52,6 @@ public final class Raid5Assembler {
     public static Raid5Array assemble(List<? extends BlockDevice> devices, List<String> missingNames,
                                       Raid5Options options) throws IOException {
         List<String> problems = new ArrayList<>();
-        for (String missing : missingNames) {
-            problems.add(missing + ": not found; if the member is lost, the array runs degraded until it is replaced");
-        }
         int count = devices.size();
         Md1Superblock[] sbs = new Md1Superblock[count];
         for (int i = 0; i < count; i++) {
@@ -194,6 +191,14 @@ public final class Raid5Assembler {
                         sb.dataSizeSectors, Raid5Status.MemberState.ACTIVE);
             }
         }
+        List<String> notFound = new ArrayList<>();
+        for (String missing : missingNames) {
+            // md's rule: a device is a member when its superblock says so and it is given, whatever its name
+            notFound.add(missing + (absent > 0 ? ": not found; if the member is lost, the array runs degraded until it "
+                    + "is replaced" : ": not found, and not needed: every member role is held by a device whose "
+                    + "superblock says so (a renamed or moved member file is found by its superblock)"));
+        }
+        problems.addAll(0, notFound);
         if (absent > 1 || (absent == 1 && !options.allowDegraded())) {
             closeAll(devices, new boolean[count]);
             throw new Raid5AssembleException("cannot start " + setName + ": " + absent + " of " + ref.raidDisks

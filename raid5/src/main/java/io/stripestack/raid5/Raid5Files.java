@@ -16,6 +16,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
@@ -170,7 +171,10 @@ public final class Raid5Files {
      * start although no list names it. The UUID is the one most of {@code paths}' superblocks carry
      * (newest events on a tie); with none readable this is {@link #assemble(List, Raid5Options, boolean)}.
      * The assembler then places every file by its role in the newest superblock, as always (stale,
-     * faulty and foreign ones reported and not used). A found file whose device UUID is also that of a
+     * faulty and foreign ones reported and not used): md's rule, a device is a member when its superblock says
+     * so and it is given, so a member file renamed in its directory is still used, and the log names it and
+     * its role once the assembly is done (and a listed file that is not found is not said to leave the array
+     * degraded when every role is held). A found file whose device UUID is also that of a
      * listed file or of another found file with at least as many events is a copy of that member: it is
      * not used (WARN).
      */
@@ -222,11 +226,32 @@ public final class Raid5Files {
                         original, sb.events);
                 continue;
             }
-            LOG.info("{}: {} is not in the configured lists, but its superblock belongs to this array (device {}, "
-                    + "events {}): assembled with it", array, f.getKey(), sb.devNumber, sb.events);
             all.add(f.getKey());
         }
-        return assemble(all, openedDevices, unreachable, options, direct);
+        Raid5Array assembled = assemble(all, openedDevices, unreachable, options, direct);
+        for (Path f : found.keySet()) {
+            if (all.contains(f)) {
+                LOG.warn("{}: {} is not in the configured lists; {}", array, f, whatBecameOf(f, assembled.status()));
+            }
+        }
+        return assembled;
+    }
+
+    /** What the assembly made of a file found by its superblock: which role or spare, or not used. */
+    private static String whatBecameOf(Path file, Raid5Status status) {
+        String name = file.toString();
+        for (Raid5Status.Member m : status.members()) {
+            if (name.equals(m.device())) {
+                return "its superblock makes it member " + m.role() + " (" + m.state().name().toLowerCase(Locale.ROOT)
+                        + "), and it is used as such -- name it in the configuration (saveconfig does), or move it out "
+                        + "of " + file.toAbsolutePath().getParent() + " to take it out of use";
+            }
+        }
+        if (status.spares().contains(name)) {
+            return "its superblock belongs to this array, and it is used as a spare -- name it in the configuration "
+                    + "(saveconfig does), or move it out of " + file.toAbsolutePath().getParent() + " to take it out of use";
+        }
+        return "its superblock belongs to this array, but it is not used (see the assembly's report above)";
     }
 
     /** The listed or earlier-found file that {@code file} is a copy of (same device UUID, events >= its), or null. */

@@ -64,6 +64,42 @@ class Raid5FilesSearchTest {
         }
     }
 
+    /**
+     * A member file renamed in its directory (m3.img -> m3.img.gone) is still a member by md's rule (its superblock
+     * says so and it is given, here by its directory): the log names the file used and its role, and the listed name
+     * that is not found is not said to leave the array degraded.
+     */
+    @Test
+    void aRenamedMemberIsReportedAsWhatItIs() throws Exception {
+        List<Path> members = paths("m", 4);
+        byte[] data;
+        try (Raid5Array array = Raid5Files.create(members, MEMBER, CONFIG, Raid5Options.defaults())) {
+            data = new byte[(int) array.size()];
+            new Random(7).nextBytes(data);
+            array.write(0, ByteBuffer.wrap(data));
+        }
+        Path renamed = Files.move(members.get(3), dir.resolve(members.get(3).getFileName() + ".gone"));
+        java.io.PrintStream original = System.err;
+        java.io.ByteArrayOutputStream captured = new java.io.ByteArrayOutputStream();
+        System.setErr(new java.io.PrintStream(captured, true, java.nio.charset.StandardCharsets.UTF_8));
+        String log;
+        try (Raid5Array array = Raid5Files.assemble(members, List.of(dir), Raid5Options.defaults(), false)) {
+            log = captured.toString(java.nio.charset.StandardCharsets.UTF_8);
+            assertEquals(Raid5Status.Health.CLEAN, array.status().health(), array.assemblyProblems().toString());
+            assertEquals(renamed.toString(), array.status().members().get(3).device());
+            assertArrayEquals(data, readAll(array));
+            String problems = String.join("\n", array.assemblyProblems());
+            assertTrue(problems.contains(members.get(3) + ": not found, and not needed"), problems);
+            assertTrue(!problems.contains("degraded"), problems);
+        } finally {
+            System.setErr(original);
+        }
+        System.err.print(log);
+        assertTrue(log.contains(renamed + " is not in the configured lists; its superblock makes it member 3 (active), "
+                + "and it is used as such"), log);
+        assertTrue(!log.contains("runs degraded") && !log.contains("assembled with it"), log);
+    }
+
     /** A copy of a member lying next to it (a backup) is not taken for a second claimant of its role. */
     @Test
     void aCopyOfAMemberIsNotUsed() throws Exception {
