@@ -100,7 +100,7 @@ public final class AdminServer implements Closeable {
     }
 
     /** A stale socket file (a server that died) is replaced; a live one belongs to another server. */
-    private static void refuseIfAnotherServerListens(Path socketPath) throws IOException {
+    public static void refuseIfAnotherServerListens(Path socketPath) throws IOException {
         if (!Files.exists(socketPath)) {
             return;
         }

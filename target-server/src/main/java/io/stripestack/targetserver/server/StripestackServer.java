@@ -91,13 +91,31 @@ public final class StripestackServer implements Closeable {
      * Raid5Options.force): {@code serve --force}.
      */
     public static StripestackServer start(StripestackConfig config, boolean force) throws IOException {
+        StartPreflight.check(config);
+        List<Path> absentBefore = StartPreflight.absentFilesAStartMayCreate(config);
         StripestackServer server = new StripestackServer(config);
         try {
             server.startAll(force);
             return server;
         } catch (IOException | RuntimeException e) {
             server.close();
+            removeCreatedFiles(absentBefore, e);
             throw e;
+        }
+    }
+
+    /** A failed start leaves the disk as it found it: the files it created (members, backing and key files) go. */
+    private static void removeCreatedFiles(List<Path> absentBefore, Exception cause) {
+        for (Path f : absentBefore) {
+            try {
+                if (Files.deleteIfExists(f)) {
+                    log.warn("{}: removed; this failed start had created it", f);
+                }
+            } catch (IOException e) {
+                cause.addSuppressed(e);
+                log.error("{}: created by this failed start but could not be removed: {} -- remove it by hand",
+                        f, e.getMessage());
+            }
         }
     }
 
