@@ -176,8 +176,9 @@ final class MemberSet {
     void checkUsable(long offset, boolean write) throws MediumErrorException {
         if (failed) {
             throw new MediumErrorException(name + ": array has failed (" + describeFaulty()
-                    + "); its data cannot be read or written correctly. Restore the failed members or the data "
-                    + "from a backup", offset, write);
+                    + "); its data cannot be read or written correctly. If the members failed together, force the "
+                    + "array back once they answer (like mdadm --assemble --force); otherwise restore the data from a "
+                    + "backup", offset, write);
         }
     }
 

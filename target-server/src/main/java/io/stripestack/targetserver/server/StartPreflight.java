@@ -35,8 +35,10 @@ import org.slf4j.LoggerFactory;
  * and passphrase files, the remote members' CHAP secret files, the portals' ports and the admin socket. Every
  * problem is reported at once, each naming the file (or address), the reason (not found, permission denied, not a
  * regular file, address already in use...) and what to do. The probes open files without creating or changing
- * them and bind each port for a moment. Also lists the files a start may create, so that a start that fails later
- * removes them ({@link StripestackServer#start}). Stateless.
+ * them and bind each port for a moment. Sparse members (existing ones with unallocated blocks, or ones to be
+ * created sparse) on a file system with less free space than they may take are warned about with the numbers.
+ * Also lists the files a start may create, so that a start that fails later removes them
+ * ({@link StripestackServer#start}). Stateless.
  */
 final class StartPreflight {
     private static final Logger log = LoggerFactory.getLogger(StartPreflight.class);
@@ -56,12 +58,19 @@ final class StartPreflight {
         Map<FileStore, Long> allocatedToCreate = new LinkedHashMap<>();
         Map<FileStore, Long> sparseToCreate = new LinkedHashMap<>();
         Map<FileStore, Path> where = new LinkedHashMap<>();
+        Map<FileStore, Long> unallocated = new LinkedHashMap<>();
         for (ArrayConfig ac : config.arrays().values()) {
             boolean created = willBeCreated(ac);
             for (List<Path> files : List.of(ac.members(), ac.spares())) {
                 for (Path f : files) {
                     if (Files.exists(f)) {
                         probeReadWrite(f, "member file of array " + ac.name(), problems);
+                        long holes = unallocatedBytes(f);
+                        FileStore store = holes > 0 ? storeOf(f) : null;
+                        if (store != null) {
+                            unallocated.merge(store, holes, Long::sum);
+                            where.putIfAbsent(store, f.toAbsolutePath().getParent());
+                        }
                     } else if (created || files == ac.spares()) {
                         FileStore store = creatable(f, "member file of array " + ac.name(), problems);
                         if (store != null && ac.createMemberSize() > 0) {
@@ -101,6 +110,15 @@ final class StartPreflight {
                         + "system has {} MiB free: writes will fail (ENOSPC) and fail the members once it is full -- free "
                         + "space there, or create them allocated (create_sparse: false)", where.get(e.getKey()),
                         mib(e.getValue()), mib(free));
+            }
+        }
+        for (Map.Entry<FileStore, Long> e : unallocated.entrySet()) {
+            long free = usable(e.getKey());
+            if (free >= 0 && free < e.getValue()) {
+                log.warn("{}: the member files there are sparse: {} MiB of them is not allocated yet, but their file "
+                        + "system has {} MiB free: once it is full, writes fail (ENOSPC) and fail the members -- free "
+                        + "space there, or allocate the files (fallocate -l SIZE FILE keeps their data)",
+                        where.get(e.getKey()), mib(e.getValue()), mib(free));
             }
         }
         List<Portal> portals = new ArrayList<>(config.server().portals());
@@ -291,6 +309,40 @@ final class StartPreflight {
             return "make it " + access + " by the server's user (its mode, owner, or the directories above it)";
         }
         return "check the file";
+    }
+
+    /**
+     * The bytes of regular file {@code f} that its file system has not allocated yet (its holes), from stat(1)'s
+     * block count (the JDK does not give st_blocks); 0 when it cannot tell.
+     */
+    private static long unallocatedBytes(Path f) {
+        if (!Files.isRegularFile(f)) {
+            return 0;
+        }
+        try {
+            Process stat = new ProcessBuilder("stat", "-c", "%b %B", f.toString()).redirectErrorStream(true).start();
+            String out = new String(stat.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.US_ASCII).trim();
+            if (stat.waitFor() != 0) {
+                return 0;
+            }
+            String[] blocks = out.split(" ");
+            long allocated = Long.parseLong(blocks[0]) * Long.parseLong(blocks[1]);
+            return Math.max(0, Files.size(f) - allocated);
+        } catch (IOException | NumberFormatException | ArrayIndexOutOfBoundsException e) {
+            log.debug("{}: allocation unknown: {}", f, e.toString());
+            return 0;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return 0;
+        }
+    }
+
+    private static FileStore storeOf(Path f) {
+        try {
+            return Files.getFileStore(f);
+        } catch (IOException e) {
+            return null;
+        }
     }
 
     private static long usable(FileStore store) {
