@@ -59,6 +59,13 @@ class StripestackCliTest {
     }
 
     @Test
+    void serveHelpOffersTheForcedStart() {
+        Outcome o = cli("serve", "--help");
+        assertEquals(0, o.code(), o.err());
+        assertTrue(o.out().contains("--force") && o.out().contains("mdadm"), o.out());
+    }
+
+    @Test
     void ctlWithoutServerSaysWhatToDo() {
         Outcome o = cli("ctl", "--socket", dir.resolve("none.sock").toString(), "list");
         assertEquals(1, o.code());

@@ -101,8 +101,10 @@ final class ForcedReturn {
         }
         MemberSet.Member first = members.roles[role];
         if (first.state != Raid5Status.MemberState.FAULTY || first.device == null) {
-            return "member " + role + " is " + first.state.name().toLowerCase(java.util.Locale.ROOT)
-                    + ": the array runs DEGRADED until a spare is added";
+            members.startRecoveryLocked();   // onto a spare, if the array has one
+            return "member " + role + " is " + (first.state == Raid5Status.MemberState.REBUILDING
+                    ? "being rebuilt onto spare " + first.displayName
+                    : first.state.name().toLowerCase(java.util.Locale.ROOT) + ": the array runs DEGRADED until a spare is added");
         }
         try {
             superblockEvents(first);
@@ -111,6 +113,11 @@ final class ForcedReturn {
                     + "re-added, " + (fromBitmap ? "rebuilding the regions the write-intent bitmap marks dirty"
                     : "rebuilt whole");
         } catch (IOException | IllegalStateException e) {
+            members.startRecoveryLocked();   // onto a spare, if the array has one
+            if (first.state == Raid5Status.MemberState.REBUILDING) {
+                return "member " + role + " left before the array failed and is not re-added (" + e.getMessage()
+                        + "); rebuilding it onto spare " + first.displayName;
+            }
             return "member " + role + " (" + first.displayName + ") left before the array failed and is not re-added ("
                     + e.getMessage() + "): the array runs DEGRADED -- re-add it once it answers, or remove it and add "
                     + "a spare";

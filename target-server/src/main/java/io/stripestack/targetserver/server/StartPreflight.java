@@ -227,9 +227,22 @@ final class StartPreflight {
             return;
         }
         try (FileChannel ch = FileChannel.open(f, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            // openable
+            if (!lockable(ch)) {
+                problems.add(f + " (" + what + "): already in use (another stripestack process, or another array or LUN "
+                        + "of this one, has it open) -- stop the other user or remove the file from one of the "
+                        + "configurations");
+            }
         } catch (IOException e) {
             problems.add(f + " (" + what + "): " + reason(e) + " -- " + fix(e, "readable and writable"));
+        }
+    }
+
+    /** Whether nobody holds the lock a member's or backing file's user takes (FileBlockDevice's); released at once. */
+    private static boolean lockable(FileChannel ch) throws IOException {
+        try (java.nio.channels.FileLock lock = ch.tryLock()) {
+            return lock != null;
+        } catch (java.nio.channels.OverlappingFileLockException e) {
+            return false;
         }
     }
 
