@@ -20,7 +20,7 @@ import org.slf4j.LoggerFactory;
  * meanwhile; the probe reads of the returning devices happen under it too (the array serves nothing while failed).
  */
 final class ForcedReturn {
-    private static final Logger LOG = LoggerFactory.getLogger(Raid5Array.class);
+    private static final Logger LOG = LoggerFactory.getLogger(ForcedReturn.class);
 
     private ForcedReturn() {
     }
