@@ -26,7 +26,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Sparse members on a file system that fills (a tmpfs with a size limit): the start warns with the numbers, ENOSPC
+ * Sparse members on a file system that fills (a tmpfs with a size limit): each start warns with the numbers, ENOSPC
  * fails two members and the array, the stop says the array was not marked clean, and once space is freed a plain
  * start is refused while {@code serve --force} brings the array back with every acknowledged write. Mounting needs
  * root (CI runs as root): without it the test is skipped, except under CI=true where it fails. The tmpfs is always
@@ -124,6 +124,10 @@ class FullFileSystemTest {
             assertTrue(firstRun.contains("FAILED arrays NOT marked clean (their superblocks still say active): md0"),
                     firstRun);
             assertTrue(acknowledged.size() > 10, "some writes were acknowledged before the file system filled");
+
+            String full = capturingLog(() -> assertThrows(IOException.class, () -> StripestackServer.start(config).close()));
+            assertTrue(full.matches("(?s).*" + java.util.regex.Pattern.quote(fs.toString()) + ": the member files there are sparse: \\d+ MiB of them is not "
+                    + "allocated yet, but their file system has 0 MiB free.*"), full);
 
             assertTrue(run("mount", "-o", "remount,size=64m", fs.toString()), "space freed");
             IOException refused = assertThrows(IOException.class, () -> StripestackServer.start(config).close());
