@@ -104,7 +104,8 @@ final class ForcedReturn {
             members.startRecoveryLocked();   // onto a spare, if the array has one
             return "member " + role + " is " + (first.state == Raid5Status.MemberState.REBUILDING
                     ? "being rebuilt onto spare " + first.displayName
-                    : first.state.name().toLowerCase(java.util.Locale.ROOT) + ": the array runs DEGRADED until a spare is added");
+                    : first.state.name().toLowerCase(java.util.Locale.ROOT)
+                            + ": the array runs DEGRADED until a spare is added");
         }
         try {
             superblockEvents(first);

@@ -249,7 +249,8 @@ final class MemberSet {
                     }
                     LOG.error("{}: member {} ({}) failed: {}. A second member is lost ({}): the array has FAILED and "
                             + "refuses all I/O. If the members failed together and answer again, force it back (like "
-                            + "mdadm --assemble --force: the ctl attribute force, or serve --force after a stop)", name, role, m.displayName, cause.getMessage(), describeFaulty());
+                            + "mdadm --assemble --force: the ctl attribute force, or serve --force after a stop)",
+                            name, role, m.displayName, cause.getMessage(), describeFaulty());
                 } else {
                     failedRole = role;
                     failedRoleWasRebuilding = false;

@@ -109,7 +109,7 @@ public final class IscsiServer implements AutoCloseable {
      * Why an address could not be bound, with the one thing to do: an address no interface of this host has
      * (nothing to free there), or a port in use.
      */
-    static IOException cannotListen(InetSocketAddress address, Exception e) {
+    public static IOException cannotListen(InetSocketAddress address, Exception e) {
         String portal = address.getHostString() + ":" + address.getPort();
         InetAddress ip = address.getAddress();
         boolean local;

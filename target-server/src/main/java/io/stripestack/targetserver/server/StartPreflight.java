@@ -8,6 +8,7 @@ import io.stripestack.targetserver.config.StripestackConfig.Portal;
 import io.stripestack.targetserver.config.StripestackConfig.RemoteMemberConfig;
 import io.stripestack.targetserver.config.StripestackConfig.TargetConfig;
 import io.stripestack.targetserver.control.AdminServer;
+import io.stripestack.targetserver.iscsi.IscsiServer;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -74,7 +75,8 @@ final class StartPreflight {
                     } else if (created || files == ac.spares()) {
                         FileStore store = creatable(f, "member file of array " + ac.name(), problems);
                         if (store != null && ac.createMemberSize() > 0) {
-                            (ac.createSparse() ? sparseToCreate : allocatedToCreate).merge(store, ac.createMemberSize(), Long::sum);
+                            Map<FileStore, Long> toCreate = ac.createSparse() ? sparseToCreate : allocatedToCreate;
+                            toCreate.merge(store, ac.createMemberSize(), Long::sum);
                             where.putIfAbsent(store, f.toAbsolutePath().getParent());
                         }
                     }
@@ -121,12 +123,16 @@ final class StartPreflight {
                         where.get(e.getKey()), mib(e.getValue()), mib(free));
             }
         }
-        List<Portal> portals = new ArrayList<>(config.server().portals());
-        if (config.server().metrics() != null) {
-            portals.add(config.server().metrics());
+        for (Portal p : config.server().portals()) {
+            String refusal = portRefusal(p);
+            if (refusal != null) {
+                problems.add(refusal);
+            }
         }
-        for (Portal p : portals) {
-            probePort(p, problems);
+        Portal metrics = config.server().metrics();
+        String metricsRefusal = metrics == null ? null : portRefusal(metrics);
+        if (metricsRefusal != null) {
+            problems.add("metrics (server.metrics): " + metricsRefusal.replaceFirst("^iSCSI: ", ""));
         }
         Path socket = config.server().adminSocket().toAbsolutePath();
         try {
@@ -286,17 +292,18 @@ final class StartPreflight {
         }
     }
 
-    private static void probePort(Portal p, List<String> problems) {
+    /** Why {@code p} cannot be listened on (as the iSCSI server would say it), or null; binds it for a moment. */
+    private static String portRefusal(Portal p) {
         if (p.port() == 0) {
-            return;
+            return null;
         }
+        InetSocketAddress address = new InetSocketAddress(p.host(), p.port());
         try (ServerSocket s = new ServerSocket()) {
             s.setReuseAddress(true);
-            s.bind(new InetSocketAddress(p.host(), p.port()));
+            s.bind(address);
+            return null;
         } catch (IOException e) {
-            problems.add("portal " + p + ": " + (e.getMessage() == null ? e.toString()
-                    : e.getMessage().toLowerCase(Locale.ROOT)) + " -- stop what listens there (ss -ltnp 'sport = :"
-                    + p.port() + "') or choose another address or port");
+            return IscsiServer.cannotListen(address, e).getMessage();
         }
     }
 
@@ -334,7 +341,8 @@ final class StartPreflight {
         }
         try {
             Process stat = new ProcessBuilder("stat", "-c", "%b %B", f.toString()).redirectErrorStream(true).start();
-            String out = new String(stat.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.US_ASCII).trim();
+            byte[] answer = stat.getInputStream().readAllBytes();
+            String out = new String(answer, java.nio.charset.StandardCharsets.US_ASCII).trim();
             if (stat.waitFor() != 0) {
                 return 0;
             }

@@ -71,8 +71,8 @@ class StartPreflightTest {
         try (ServerSocket taken = new ServerSocket()) {
             taken.bind(new InetSocketAddress("127.0.0.1", 0));
             String message = refused(config("127.0.0.1:" + taken.getLocalPort(), "admin.sock", ""));
-            assertTrue(message.contains("portal 127.0.0.1:" + taken.getLocalPort() + ": address already in use -- stop "
-                    + "what listens there"), message);
+            assertTrue(message.contains("iSCSI: cannot listen on 127.0.0.1:" + taken.getLocalPort()
+                    + " (Address already in use): free the port or choose another one"), message);
         }
     }
 
