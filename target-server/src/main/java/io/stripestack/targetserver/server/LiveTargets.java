@@ -14,14 +14,17 @@ import io.stripestack.targetserver.scsi.CopyTargets;
 import io.stripestack.targetserver.scsi.LogicalUnit;
 import io.stripestack.targetserver.scsi.ScsiTarget;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -34,8 +37,9 @@ import org.slf4j.LoggerFactory;
  * changes are serialized (the admin worker is their only caller once the server runs); a change publishes
  * new immutable snapshots to the two places the data path reads without locking: the iSCSI server's target
  * directory (definitions with access list and CHAP, read per login) and each {@link ScsiTarget}'s LUN table
- * (read per command). {@link #runningTargets} returns immutable configurations for saving and listing. The LUN
- * list shared with the status report is a copy-on-write list.
+ * (read per command). {@link #runningTargets} returns immutable configurations for saving and listing. This object
+ * owns the server's list of LUN stacks, a copy-on-write list that the status report, the arrays (to find what
+ * exports an array or uses a file) and the shutdown read through {@link #stacks}.
  */
 final class LiveTargets implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(LiveTargets.class);
@@ -45,9 +49,9 @@ final class LiveTargets implements AutoCloseable {
     private final Map<String, LiveTarget> targets = new LinkedHashMap<>();
     private final LunFactory factory;
     private final LiveArrays arrays;
-    private final List<LunStack> luns;
+    private final List<LunStack> luns = new CopyOnWriteArrayList<>();
     private final ControlRegistry registry;
-    private final Path dataDir;
+    private final DataFiles files;
     private IscsiServer iscsi;
 
     /** One target's running state; guarded by the LiveTargets monitor. */
@@ -65,16 +69,16 @@ final class LiveTargets implements AutoCloseable {
         }
     }
 
-    /**
-     * @param luns the server's list of LUN stacks (a copy-on-write list: the status report reads it at any time);
-     *             this object adds and removes the stacks it builds and deletes
-     */
-    LiveTargets(LunFactory factory, LiveArrays arrays, List<LunStack> luns, ControlRegistry registry, Path dataDir) {
+    LiveTargets(LunFactory factory, LiveArrays arrays, ControlRegistry registry, DataFiles files) {
         this.factory = factory;
         this.arrays = arrays;
-        this.luns = luns;
         this.registry = registry;
-        this.dataDir = dataDir;
+        this.files = files;
+    }
+
+    /** Every LUN's stack, in creation order: a read-only view of a copy-on-write list, readable at any time. */
+    List<LunStack> stacks() {
+        return Collections.unmodifiableList(luns);
     }
 
     // ------------------------------------------------------------------ start-up
@@ -182,6 +186,10 @@ final class LiveTargets implements AutoCloseable {
             throw new IllegalArgumentException("target " + iqn + " has LUN " + lc.lun() + " already; nothing changed");
         }
         refuseBackingInUse(iqn, lc);
+        Path file = lc.backing().file();
+        boolean fileIsNew = file != null && !Files.exists(file);
+        Path key = lc.crypto() == null ? null : lc.crypto().keyFile();
+        boolean keyIsNew = key != null && !Files.exists(key);
         LunFactory.BuiltLun built = factory.build(iqn, lc, target.copyTargets, false);
         target.scsi.addUnit(lc.lun(), built.unit());
         target.stacks.put(lc.lun(), built.stack());
@@ -191,7 +199,9 @@ final class LiveTargets implements AutoCloseable {
         int sessions = target.scsi.nexuses().size();
         log.info("target {} LUN {} created at run time: {} bytes, {}", iqn, lc.lun(), built.stack().top().size(),
                 built.stack().describe());
-        return "created LUN " + lc.lun() + " of " + iqn + ": " + built.stack().top().size() + " bytes, "
+        return (fileIsNew ? "created " + file + " (" + Files.size(file) + " bytes)\n" : "")
+                + (keyIsNew && Files.exists(key) ? "created the key file " + key + " (mode 0600; back it up)\n" : "")
+                + "created LUN " + lc.lun() + " of " + iqn + ": " + built.stack().top().size() + " bytes, "
                 + built.stack().describe() + (sessions > 0 ? "; " + sessions
                 + " logged-in sessions get REPORTED LUNS DATA HAS CHANGED" : "");
     }
@@ -324,9 +334,17 @@ final class LiveTargets implements AutoCloseable {
         if (user.isEmpty()) {
             throw new IllegalArgumentException("the CHAP user name is empty");
         }
-        Path file = dataDir.resolve(secretFile).toAbsolutePath().normalize();
+        Path file = files.dataDir().resolve(secretFile).toAbsolutePath().normalize();
+        files.refuseAsSecret(file, "be a CHAP secret");
         char[] secret = ChapSecretFile.read(file);
         try {
+            for (char c : secret) {
+                if (c < 0x20 || c == 0x7f || c == '\uFFFD') {
+                    throw new IllegalArgumentException(file + " holds bytes that are not text (a raw key file?); a CHAP"
+                            + " secret is a line of text of at least " + ChapSecretFile.MIN_LENGTH + " characters;"
+                            + " nothing changed");
+                }
+            }
             IscsiTargetDefinition.Builder b = target.definition.changed();
             if (mutual) {
                 b.mutualChap(user, secret);
@@ -380,6 +398,36 @@ final class LiveTargets implements AutoCloseable {
     /** The running targets as configuration (CHAP as user and secret file, no secret), in creation order. */
     synchronized List<TargetConfig> runningTargets() {
         return targets.values().stream().map(t -> t.config).toList();
+    }
+
+    /** The LUNs' key and passphrase files, each with what it is, for {@link DataFiles}. */
+    synchronized Map<Path, String> keyFiles() {
+        Map<Path, String> out = new LinkedHashMap<>();
+        for (LiveTarget t : targets.values()) {
+            for (LunStack s : t.stacks.values()) {
+                var c = s.config().crypto();
+                if (c != null && c.keyFile() != null) {
+                    out.put(c.keyFile(), "the key file of " + s.controlPath());
+                }
+                if (c != null && c.passphraseFile() != null) {
+                    out.put(c.passphraseFile(), "the passphrase file of " + s.controlPath());
+                }
+            }
+        }
+        return out;
+    }
+
+    /** The targets' CHAP secret files, each with what it is, for {@link DataFiles}. */
+    synchronized Map<Path, String> chapFiles() {
+        Map<Path, String> out = new LinkedHashMap<>();
+        for (LiveTarget t : targets.values()) {
+            for (ChapConfig c : new ChapConfig[] {t.config.chap(), t.config.mutualChap()}) {
+                if (c != null && c.secretFile() != null) {
+                    out.put(c.secretFile(), "the CHAP secret file of " + t.config.iqn());
+                }
+            }
+        }
+        return out;
     }
 
     /** The I_T nexuses logged in to each target now. */
