@@ -207,6 +207,28 @@ public record StripestackConfig(Path file, Path dataDir, ServerConfig server, Ma
 
     public record TargetConfig(String iqn, String alias, List<String> allowedInitiators, ChapConfig chap,
             ChapConfig mutualChap, List<LunConfig> luns) {
+        public TargetConfig {
+            allowedInitiators = List.copyOf(allowedInitiators);
+            luns = List.copyOf(luns);
+        }
+
+        /** A target created at run time: no access list, no CHAP, no LUNs yet. */
+        public static TargetConfig empty(String iqn, String alias) {
+            return new TargetConfig(iqn, alias == null ? "" : alias, List.of(), null, null, List.of());
+        }
+
+        public TargetConfig withLuns(List<LunConfig> units) {
+            return new TargetConfig(iqn, alias, allowedInitiators, chap, mutualChap, units);
+        }
+
+        public TargetConfig withAllowedInitiators(List<String> allowed) {
+            return new TargetConfig(iqn, alias, allowed, chap, mutualChap, luns);
+        }
+
+        /** With these one-way and mutual CHAP credentials (null: none). */
+        public TargetConfig withChap(ChapConfig oneWay, ChapConfig mutual) {
+            return new TargetConfig(iqn, alias, allowedInitiators, oneWay, mutual, luns);
+        }
     }
 
     /** What a LUN's stack stands on: an array by name, or a file (created with {@code createSize} if missing). */
@@ -234,5 +256,8 @@ public record StripestackConfig(Path file, Path dataDir, ServerConfig server, Ma
 
     public record LunConfig(int lun, BackingConfig backing, CryptoConfig crypto, ReadaheadConfig readahead,
             boolean readOnly, String serial) {
+        public LunConfig withReadOnly(boolean on) {
+            return new LunConfig(lun, backing, crypto, readahead, on, serial);
+        }
     }
 }

@@ -49,7 +49,8 @@ import org.slf4j.LoggerFactory;
  * reshape thread. The array map and the remote member map handed out are concurrent maps (listed by name) that the
  * status report, the metrics endpoint, the remote member watcher and the LUN factory read at any time; an array is
  * put in them once open and taken out before it is closed. The LUN stacks are {@link LiveTargets}'; this object
- * only reads them.
+ * only reads them. Lock order: LiveTargets' monitor, then this one's (a LUN's file refused as in use); this object
+ * never waits for LiveTargets' monitor while it holds its own.
  */
 final class LiveArrays implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(LiveArrays.class);
@@ -229,14 +230,14 @@ final class LiveArrays implements AutoCloseable {
      * hot spare (created when missing). A file or remote LUN in use (another array's, a LUN's, or this array's
      * already) is refused by name.
      *
+     * <p>The paths are checked ({@link DataFiles}, which asks {@link LiveTargets} for its key files) and a remote
+     * LUN is logged in to before this object's monitor is taken, so that it never waits for LiveTargets' (which
+     * waits for this one's to refuse a file in use) nor holds it during a login.
+     *
      * @return what happened, for the operator: the file created, the member re-added, the rebuild started
      */
-    synchronized String add(String name, String request) throws IOException {
-        ArrayConfig ac = configs.get(name);
-        Raid5Array array = arrays.get(name);
-        if (ac == null || array == null) {
-            throw new IllegalArgumentException("no array " + name);
-        }
+    String add(String name, String request) throws IOException {
+        require(name);
         List<String> words = new ArrayList<>(List.of(request.trim().split("\\s+")));
         boolean outside = words.remove(DataFiles.OUTSIDE_FLAG);
         String secret = null;
@@ -258,15 +259,20 @@ final class LiveArrays implements AutoCloseable {
                 throw new IllegalArgumentException(DataFiles.OUTSIDE_FLAG + " goes with a file; nothing changed");
             }
             Path secretFile = secret == null ? null : files.dataDir().resolve(secret).toAbsolutePath().normalize();
-            return addRemote(name, ac, array, RemoteMemberConfig.of(what, secretFile));
+            if (secretFile != null) {
+                files.refuseAsSecret(secretFile, "be a CHAP secret");
+            }
+            return addRemote(name, RemoteMemberConfig.of(what, secretFile));
         }
         if (secret != null) {
             throw new IllegalArgumentException("--chap-secret-file goes with a remote LUN's URL; nothing changed");
         }
-        return addFile(name, ac, array, files.dataFile(what, outside, "be added to " + name));
+        return addFile(name, files.dataFile(what, outside, "be added to " + name));
     }
 
-    private String addFile(String name, ArrayConfig ac, Raid5Array array, Path file) throws IOException {
+    private synchronized String addFile(String name, Path file) throws IOException {
+        ArrayConfig ac = configs.get(name);
+        Raid5Array array = require(name);
         ArrayConfig now = withShape(ac, array.status());
         for (Path f : now.files()) {
             if (DataFiles.sameFile(f, file)) {
@@ -303,26 +309,35 @@ final class LiveArrays implements AutoCloseable {
                 + " are overwritten)") + " to " + name + " as a spare" + rebuildNote(array);
     }
 
-    private String addRemote(String name, ArrayConfig ac, Raid5Array array, RemoteMemberConfig remote)
-            throws IOException {
-        refuseRemoteInUse(remote, name);
-        if (remote.chapSecretFile() != null) {
-            files.refuseAsSecret(remote.chapSecretFile(), "be a CHAP secret");
+    private String addRemote(String name, RemoteMemberConfig remote) throws IOException {
+        io.stripestack.remote.RemoteMemberOptions options;
+        synchronized (this) {
+            require(name);
+            refuseRemoteInUse(remote, name);
+            options = configs.get(name).remote().options();
         }
         RemoteEndpoint endpoint = new RemoteEndpoint(remote.url(), remote.chapSecretFile());
         RemoteBlockDevice device;
         try {
-            device = RemoteBlockDevice.open(endpoint, ac.remote().options());
+            device = RemoteBlockDevice.open(endpoint, options);
         } catch (IOException e) {
             throw new IOException("cannot reach the remote LUN " + remote.url() + ": " + e.getMessage()
                     + "; nothing changed", e);
         }
         try {
-            array.addSpare(device);
+            return addRemote(name, remote, device);
         } catch (IOException | RuntimeException e) {
             device.close();
             throw e;
         }
+    }
+
+    /** Adds the logged-in {@code device} as a spare of {@code name} (refused as in use if taken meanwhile). */
+    private synchronized String addRemote(String name, RemoteMemberConfig remote, RemoteBlockDevice device)
+            throws IOException {
+        Raid5Array array = require(name);
+        refuseRemoteInUse(remote, name);
+        array.addSpare(device);
         ArrayConfig latest = configs.get(name);
         List<RemoteMemberConfig> spares = new ArrayList<>(latest.remote().spares());
         spares.add(remote);

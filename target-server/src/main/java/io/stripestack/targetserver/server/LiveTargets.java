@@ -150,7 +150,7 @@ final class LiveTargets implements AutoCloseable {
         if (targets.containsKey(iqn)) {
             throw new IllegalArgumentException("target " + iqn + " exists already; nothing changed");
         }
-        TargetConfig config = new TargetConfig(iqn, alias == null ? "" : alias, List.of(), null, null, List.of());
+        TargetConfig config = TargetConfig.empty(iqn, alias);
         LiveTarget target = new LiveTarget(config, new ScsiTarget(Map.of()), new CopyTargets());
         target.definition = IscsiTargetDefinition.builder(iqn, target.scsi).alias(config.alias()).build();
         iscsi.addTarget(target.definition);
@@ -300,7 +300,7 @@ final class LiveTargets implements AutoCloseable {
         }
         allowed.add(initiator);
         replaceDefinition(target, target.definition.changed().allowedInitiators(allowed));
-        target.config = withAcl(target.config, allowed);
+        target.config = target.config.withAllowedInitiators(allowed);
         // The first entry turns "any initiator" into a list: the others' sessions end, as a removed entry's do.
         int ended = iscsi.endSessions(iqn, name -> !allowed.contains(name));
         return "target " + iqn + " allows " + initiator + (ended > 0 ? "; " + ended
@@ -319,7 +319,7 @@ final class LiveTargets implements AutoCloseable {
                     + " (an empty list allows all); add another initiator first or delete the target; nothing changed");
         }
         replaceDefinition(target, target.definition.changed().allowedInitiators(allowed));
-        target.config = withAcl(target.config, allowed);
+        target.config = target.config.withAllowedInitiators(allowed);
         int ended = iscsi.endSessions(iqn, initiator::equals);
         return "target " + iqn + " no longer allows " + initiator + (ended > 0 ? "; its " + ended
                 + " sessions were logged out" : "");
@@ -356,8 +356,8 @@ final class LiveTargets implements AutoCloseable {
             Arrays.fill(secret, '\0');
         }
         ChapConfig chap = new ChapConfig(user, new char[0], file);
-        target.config = new TargetConfig(iqn, target.config.alias(), target.config.allowedInitiators(),
-                mutual ? target.config.chap() : chap, mutual ? chap : target.config.mutualChap(), target.config.luns());
+        target.config = target.config.withChap(mutual ? target.config.chap() : chap,
+                mutual ? chap : target.config.mutualChap());
         return "target " + iqn + ": " + (mutual ? "mutual " : "") + "CHAP user " + user + ", secret from " + file
                 + " (sessions logged in already keep running)";
     }
@@ -370,8 +370,7 @@ final class LiveTargets implements AutoCloseable {
         }
         IscsiTargetDefinition.Builder b = target.definition.changed();
         replaceDefinition(target, mutual ? b.noMutualChap() : b.noChap());
-        target.config = new TargetConfig(iqn, target.config.alias(), target.config.allowedInitiators(),
-                mutual ? target.config.chap() : null, null, target.config.luns());
+        target.config = target.config.withChap(mutual ? target.config.chap() : null, null);
         return "target " + iqn + ": " + (mutual ? "mutual CHAP removed" : "CHAP removed (mutual CHAP too)");
     }
 
@@ -481,8 +480,7 @@ final class LiveTargets implements AutoCloseable {
     }
 
     private static TargetConfig withoutSecrets(TargetConfig tc) {
-        return new TargetConfig(tc.iqn(), tc.alias(), tc.allowedInitiators(), withoutSecret(tc.chap()),
-                withoutSecret(tc.mutualChap()), tc.luns());
+        return tc.withChap(withoutSecret(tc.chap()), withoutSecret(tc.mutualChap()));
     }
 
     private static ChapConfig withoutSecret(ChapConfig c) {
@@ -494,10 +492,10 @@ final class LiveTargets implements AutoCloseable {
         for (LunStack s : stacks.values()) {
             LunConfig lc = s.config();
             boolean readOnly = currentReadOnly(c.iqn(), lc.lun());
-            configs.add(new LunConfig(lc.lun(), lc.backing(), lc.crypto(), lc.readahead(), readOnly, lc.serial()));
+            configs.add(lc.withReadOnly(readOnly));
         }
         configs.sort(Comparator.comparingInt(LunConfig::lun));
-        return new TargetConfig(c.iqn(), c.alias(), c.allowedInitiators(), c.chap(), c.mutualChap(), List.copyOf(configs));
+        return c.withLuns(configs);
     }
 
     private boolean currentReadOnly(String iqn, int lun) {
@@ -505,7 +503,4 @@ final class LiveTargets implements AutoCloseable {
         return unit != null && unit.readOnly();
     }
 
-    private static TargetConfig withAcl(TargetConfig c, List<String> allowed) {
-        return new TargetConfig(c.iqn(), c.alias(), List.copyOf(allowed), c.chap(), c.mutualChap(), c.luns());
-    }
 }
