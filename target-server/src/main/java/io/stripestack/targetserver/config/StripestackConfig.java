@@ -137,6 +137,14 @@ public record StripestackConfig(Path file, Path dataDir, ServerConfig server, Ma
         public static final String CHAP_FORM = "{url: iscsi://USER@HOST:PORT/IQN/LUN, chap_secret_file: FILE}";
 
         /**
+         * Whether a member given at run time is meant as a URL (any {@code scheme://}, or {@code iscsi:} however
+         * written): such a word is a remote LUN or refused, never taken for a file name.
+         */
+        public static boolean looksLikeUrl(String word) {
+            return word.contains("://") || word.regionMatches(true, 0, "iscsi:", 0, 6);
+        }
+
+        /**
          * A remote member from its URL ({@code iscsi://[USER@]HOST[:PORT]/IQN/LUN}) and, with a CHAP user, the
          * file of its secret; refused, saying why, when the URL does not parse, carries a secret (it would be
          * written into the configuration file and logs) or names a user without a secret file or the reverse.

@@ -178,7 +178,7 @@ final class AdminVerbs {
     /** One member word of {@code array create}: a remote LUN's URL into {@code remotes}, else a data file. */
     private void member(String word, boolean outside, Path secretFile, boolean[] secretUsed, String purpose,
             List<Path> fileList, List<RemoteMemberConfig> remotes) {
-        if (!word.contains("://")) {
+        if (!RemoteMemberConfig.looksLikeUrl(word)) {
             fileList.add(files.dataFile(word, outside, purpose));
             return;
         }

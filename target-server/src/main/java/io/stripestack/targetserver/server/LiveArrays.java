@@ -254,7 +254,7 @@ final class LiveArrays implements AutoCloseable {
                     + "] or iscsi://[USER@]HOST[:PORT]/IQN/LUN [--chap-secret-file FILE]; nothing changed");
         }
         String what = words.get(0);
-        if (what.contains("://")) {
+        if (RemoteMemberConfig.looksLikeUrl(what)) {
             if (outside) {
                 throw new IllegalArgumentException(DataFiles.OUTSIDE_FLAG + " goes with a file; nothing changed");
             }

@@ -217,6 +217,7 @@ class RunTimeChangesTest {
                 data = written(server, 4);
                 String bad = refused(server, "set md0/add iscsi://127.0.0.1:1/not-an-iqn");
                 assertTrue(bad.contains("iscsi://"), bad);
+                refused(server, "set md0/add iscsi:/127.0.0.1:3260/iqn.2026-11.io.example:one-slash/1");
                 admin(server, "set md0/fail 3");
                 admin(server, "set md0/remove 3");
                 String answer = admin(server, "set md0/add " + tgt.url(1));
