@@ -10,14 +10,19 @@ import java.util.function.Supplier;
 /**
  * Which files the administration may use as data (a LUN's file, an array's member or spare): a path resolves
  * under the data directory, and is refused, naming it and why, when it lies outside that directory (unless the
- * request says {@value #OUTSIDE_FLAG}), when it is one of the server's own secrets or its configuration file or
- * admin socket, or when it exists and is neither a regular file nor a block device. The same check keeps the
+ * request says {@value #OUTSIDE_FLAG}), in one of the system's directories ({@code /etc}, {@code /boot}, {@code
+ * /proc}, {@code /sys}: never), when it is one of the server's own secrets or its configuration file or admin
+ * socket, or when it exists and is neither a regular file nor a block device. The same check keeps the
  * server's data files and key files from being taken as a CHAP secret.
  *
  * <p>Concurrency: stateless apart from what it is given; the secrets are asked for at each check (the running
  * targets and arrays name them), from the admin worker.
  */
 final class DataFiles {
+    /** Directories of the system's own files (configuration, secrets, kernel interfaces): never data. */
+    private static final java.util.List<Path> SYSTEM_DIRS = java.util.List.of(Path.of("/etc"), Path.of("/boot"),
+            Path.of("/proc"), Path.of("/sys"));
+
     /** The option that lets one request use a file outside the data directory. */
     static final String OUTSIDE_FLAG = "--outside-data-dir";
 
@@ -52,6 +57,12 @@ final class DataFiles {
             throw new IllegalArgumentException(file + " is outside the data directory " + dataDir + " and cannot "
                     + purpose + "; give a path under it, or add " + OUTSIDE_FLAG + " to use that file anyway;"
                     + " nothing changed");
+        }
+        for (Path system : SYSTEM_DIRS) {
+            if (file.startsWith(system) || realPathStartsWith(file, system)) {
+                throw new IllegalArgumentException(file + " lies in " + system + ", among the system's own files, and"
+                        + " cannot " + purpose + "; nothing changed");
+            }
         }
         refuseOwnFile(file, purpose);
         if (Files.exists(file, LinkOption.NOFOLLOW_LINKS) && !isDataFile(file)) {
@@ -113,11 +124,16 @@ final class DataFiles {
         }
     }
 
-    /** A regular file or a block device (following links): what a member or a LUN can stand on. */
-    private static boolean isDataFile(Path file) {
-        if (file.startsWith("/proc") || file.startsWith("/sys")) {
+    private static boolean realPathStartsWith(Path file, Path dir) {
+        try {
+            return Files.exists(file) && file.toRealPath().startsWith(dir);
+        } catch (IOException e) {
             return false;
         }
+    }
+
+    /** A regular file or a block device (following links): what a member or a LUN can stand on. */
+    private static boolean isDataFile(Path file) {
         if (Files.isRegularFile(file)) {
             return true;
         }

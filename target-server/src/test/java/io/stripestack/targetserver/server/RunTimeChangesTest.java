@@ -244,6 +244,41 @@ class RunTimeChangesTest {
     }
 
     @Test
+    void aRemoteLunBehindChapIsAddedWithItsSecretFileAndSavedInTheFilesForm() throws Exception {
+        Path file = configFile("", "");
+        Files.createDirectories(data());
+        Path secret = data().resolve("member.chap");
+        Files.writeString(secret, "member-secret-0123\n");
+        Files.setPosixFilePermissions(secret, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        try (Tgtd tgt = Tgtd.start(dir.resolve("tgt"), 1, LUN_BYTES)) {
+            tgt.requireChap("gateway", "member-secret-0123");
+            String url = tgt.url(1).replace("iscsi://", "iscsi://gateway@");
+            try (StripestackServer server = StripestackServer.start(ConfigLoader.load(file))) {
+                waitFor(server.adminSocket(), "md0/sync_action", "idle");
+                String noSecret = refused(server, "set md0/add " + url);
+                assertTrue(noSecret.contains("no secret file"), noSecret);
+                String withSecret = refused(server, "set md0/add " + url.replace("gateway@", "gateway%secret@"));
+                assertTrue(withSecret.contains("would sit in the configuration file")
+                        && !withSecret.contains("%secret"), withSecret);
+                admin(server, "set md0/fail 0");
+                admin(server, "set md0/remove 0");
+                String added = admin(server, "set md0/add " + url + " --chap-secret-file member.chap");
+                assertTrue(added.contains("remote LUN " + url), added);
+                waitFor(server.adminSocket(), "md0/array_state", "clean");
+                admin(server, "saveconfig");
+            }
+            String text = Files.readString(file);
+            assertTrue(text.contains("{url: \"" + url + "\", chap_secret_file: \"member.chap\"}"), text);
+            assertFalse(text.contains("member-secret-0123"), "no secret in the file");
+            StripestackConfig saved = ConfigLoader.load(file);
+            assertEquals(secret, saved.arrays().get("md0").remote().members().get(0).chapSecretFile());
+            try (StripestackServer again = StripestackServer.start(saved)) {
+                assertTrue(admin(again, "status").contains("[4/4] [UUUU]"), admin(again, "status"));
+            }
+        }
+    }
+
+    @Test
     void anArrayOfRemoteMembersIsCreatedExportedAndStoppedAtRunTime() throws Exception {
         Path file = configFile("", "");
         try (Tgtd tgt = Tgtd.start(dir.resolve("tgt"), 3, LUN_BYTES)) {
@@ -284,6 +319,8 @@ class RunTimeChangesTest {
 
             String shadow = refused(server, "lun create " + target + " 0 --file /etc/shadow");
             assertTrue(shadow.contains("outside the data directory") && shadow.contains("--outside-data-dir"), shadow);
+            String shadowAnyway = refused(server, "lun create " + target + " 0 --file /etc/shadow --outside-data-dir");
+            assertTrue(shadowAnyway.contains("system's own files"), shadowAnyway);
             String configAsLun = refused(server, "lun create " + target + " 0 --file " + file + " --outside-data-dir");
             assertTrue(configAsLun.contains("configuration file"), configAsLun);
             String dirAsLun = refused(server, "lun create " + target + " 0 --file md0");
