@@ -244,7 +244,8 @@ public final class ConfigSaver {
 
     /**
      * After a reshape: rewrites the member and spare lists of array {@code a}'s entry in {@code file} (and its
-     * {@code chunk} when the entry states one), every other line kept, comments included, checked to load back
+     * {@code chunk} when the entry states one, its {@code stripe_cache_size} when set; see {@link #withArrayShape}),
+     * every other line kept, comments included, checked to load back
      * with those files before it replaces the file atomically. One writer at a time with {@link #save} callers
      * that hold {@link #FILE_LOCK}.
      *
@@ -298,9 +299,11 @@ public final class ConfigSaver {
     }
 
     /**
-     * {@code text} with the values of {@code members}, {@code spares} (added after members when missing) and
-     * {@code chunk} (when present) of {@code a}'s entry in the top-level arrays section replaced; null when the
-     * section has no such entry.
+     * {@code text} with the values of {@code members}, {@code spares} (added after members when missing), {@code
+     * chunk} (when present) and {@code stripe_cache_size} (added when the operator set one) of {@code a}'s entry in
+     * the top-level arrays section replaced where they differ from {@code a} (files compared as paths under {@code
+     * dataDir}, remote members by URL, in any order); the text itself when none differs; null when the section has
+     * no such entry.
      */
     static String withArrayShape(String text, ArrayConfig a, Path dataDir) throws IOException {
         Node root = compose(text);
