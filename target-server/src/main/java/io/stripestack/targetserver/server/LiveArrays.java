@@ -273,7 +273,7 @@ final class LiveArrays implements AutoCloseable {
     private synchronized String addFile(String name, Path file) throws IOException {
         ArrayConfig ac = configs.get(name);
         Raid5Array array = require(name);
-        ArrayConfig now = withShape(ac, array.status());
+        ArrayConfig now = current(name);
         for (Path f : now.files()) {
             if (DataFiles.sameFile(f, file)) {
                 throw new IllegalArgumentException("file " + file + " is " + (now.members().contains(f) ? "a member"
@@ -462,7 +462,7 @@ final class LiveArrays implements AutoCloseable {
         List<ArrayConfig> out = new ArrayList<>();
         for (Map.Entry<String, ArrayConfig> e : configs.entrySet()) {
             Raid5Array array = arrays.get(e.getKey());
-            out.add(array == null ? e.getValue() : withShape(e.getValue(), array.status()));
+            out.add(array == null ? e.getValue() : current(e.getKey()));
         }
         return List.copyOf(out);
     }
@@ -540,7 +540,7 @@ final class LiveArrays implements AutoCloseable {
             if (ac == null || arrays.get(name) != array) {
                 return;   // stopped meanwhile
             }
-            now = withShape(ac, array.status());
+            now = current(name);
             configs.put(name, now);
             if (now.stripeCacheSize() > 0 && array.stripeCacheSize() != now.stripeCacheSize()) {
                 array.setStripeCacheSize(now.stripeCacheSize());
@@ -552,13 +552,24 @@ final class LiveArrays implements AutoCloseable {
         reshaped.reshaped(array, now);
     }
 
+    /** Array {@code name} as it is now ({@link #withShape}); the caller holds this object's monitor. */
+    private ArrayConfig current(String name) {
+        Set<String> opened = new HashSet<>();
+        for (RemoteBlockDevice d : remoteDevices.getOrDefault(name, List.of())) {
+            opened.add(d.name());
+        }
+        return withShape(configs.get(name), arrays.get(name).status(), opened);
+    }
+
     /**
      * {@code ac} with the members of {@code status} by role and its spares, files and remote LUNs each named as
      * configured where they were (a file found by its UUID in a member's directory by its own path), and its chunk.
-     * A member removed (its role empty) is not listed; should fewer than three be left, the configured lists stay
-     * (a configuration needs three, and the array's superblocks still name its roles).
+     * A member removed (its role empty) is not listed, except a configured remote member the server never reached
+     * (not among {@code openedRemotes}: its target was down at start), which stays as configured so that a save
+     * meanwhile does not forget it. Should fewer than three members be left, the configured lists stay (a
+     * configuration needs three, and the array's superblocks still name its roles).
      */
-    static ArrayConfig withShape(ArrayConfig ac, Raid5Status status) {
+    static ArrayConfig withShape(ArrayConfig ac, Raid5Status status, Set<String> openedRemotes) {
         List<Path> known = ac.files();
         List<Path> members = new ArrayList<>();
         List<RemoteMemberConfig> remoteMembers = new ArrayList<>();
@@ -571,6 +582,11 @@ final class LiveArrays implements AutoCloseable {
         List<RemoteMemberConfig> remoteSpares = new ArrayList<>();
         for (String spare : status.spares()) {
             place(spare, ac, known, spares, remoteSpares);
+        }
+        for (RemoteMemberConfig r : ac.remote().members()) {
+            if (!openedRemotes.contains(r.url().toString()) && !remoteMembers.contains(r)) {
+                remoteMembers.add(r);
+            }
         }
         if (members.size() + remoteMembers.size() < 3) {
             members = ac.members();

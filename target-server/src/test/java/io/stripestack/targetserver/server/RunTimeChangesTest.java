@@ -279,6 +279,34 @@ class RunTimeChangesTest {
     }
 
     @Test
+    void aRemoteMemberWhoseTargetIsDownAtStartStaysInTheSavedFile() throws Exception {
+        try (Tgtd tgt = Tgtd.start(dir.resolve("tgt"), 1, LUN_BYTES)) {
+            Path file = dir.resolve("remote.yaml");
+            Files.writeString(file, """
+                    data_dir: %s
+                    server: {portals: ["127.0.0.1:0"]}
+                    arrays:
+                      md0:
+                        members: [md0/m0.img, md0/m1.img, md0/m2.img, %s]
+                        create_member_size: 8MiB
+                        chunk: 64KiB
+                        remote_retry_timeout_seconds: 1
+                    targets:
+                      - iqn: %s
+                        luns: [{lun: 0, array: md0}]
+                    """.formatted(data(), tgt.url(1), IQN));
+            StripestackServer.start(ConfigLoader.load(file)).close();   // created on all four
+            tgt.kill();
+            try (StripestackServer server = StripestackServer.start(ConfigLoader.load(file))) {
+                assertTrue(admin(server, "status").contains("[4/3]"), admin(server, "status"));
+                admin(server, "saveconfig");
+            }
+            String text = Files.readString(file);
+            assertTrue(text.contains(tgt.url(1)), "the member the server could not reach is still listed: " + text);
+        }
+    }
+
+    @Test
     void anArrayOfRemoteMembersIsCreatedExportedAndStoppedAtRunTime() throws Exception {
         Path file = configFile("", "");
         try (Tgtd tgt = Tgtd.start(dir.resolve("tgt"), 3, LUN_BYTES)) {
