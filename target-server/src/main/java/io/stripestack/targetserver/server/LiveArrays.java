@@ -62,6 +62,8 @@ final class LiveArrays implements AutoCloseable {
     private final Map<String, ArrayConfig> configs = new ConcurrentSkipListMap<>();
     /** Each array's members and spares on remote targets (copy-on-write lists), for status, metrics and returns. */
     private final Map<String, List<RemoteBlockDevice>> remoteDevices = new ConcurrentSkipListMap<>();
+    /** Per array, every member and spare device name it has held since it was opened; guarded by this object. */
+    private final Map<String, Set<String>> held = new java.util.HashMap<>();
     /** Arrays created (not assembled) at start-up: their contents are all zeros. */
     private final Set<String> createdAtStart = new HashSet<>();
     private final Supplier<List<LunStack>> luns;
@@ -209,6 +211,7 @@ final class LiveArrays implements AutoCloseable {
         }
         arrays.remove(name);
         configs.remove(name);
+        held.remove(name);
         List<RemoteBlockDevice> remote = remoteDevices.remove(name);
         registry.unregisterAll(name + "/");
         try {
@@ -526,6 +529,7 @@ final class LiveArrays implements AutoCloseable {
             }
         });
         array.addCapacityListener(size -> reshapeFinished(name, array));
+        current(name);   // records the devices it holds from the start
     }
 
     /**
@@ -554,22 +558,30 @@ final class LiveArrays implements AutoCloseable {
 
     /** Array {@code name} as it is now ({@link #withShape}); the caller holds this object's monitor. */
     private ArrayConfig current(String name) {
-        Set<String> opened = new HashSet<>();
-        for (RemoteBlockDevice d : remoteDevices.getOrDefault(name, List.of())) {
-            opened.add(d.name());
+        Raid5Status status = arrays.get(name).status();
+        Set<String> seen = held.computeIfAbsent(name, n -> new HashSet<>());
+        for (Raid5Status.Member m : status.members()) {
+            if (m.device() != null) {
+                seen.add(m.device());
+            }
         }
-        return withShape(configs.get(name), arrays.get(name).status(), opened);
+        seen.addAll(status.spares());
+        for (RemoteBlockDevice d : remoteDevices.getOrDefault(name, List.of())) {
+            seen.add(d.name());
+        }
+        return withShape(configs.get(name), status, seen);
     }
 
     /**
      * {@code ac} with the members of {@code status} by role and its spares, files and remote LUNs each named as
      * configured where they were (a file found by its UUID in a member's directory by its own path), and its chunk.
-     * A member removed (its role empty) is not listed, except a configured remote member the server never reached
-     * (not among {@code openedRemotes}: its target was down at start), which stays as configured so that a save
-     * meanwhile does not forget it. Should fewer than three members be left, the configured lists stay (a
-     * configuration needs three, and the array's superblocks still name its roles).
+     * A member removed (its role empty) is not listed. A configured member the array never held (not among {@code
+     * held}: a file missing or a target down at start) stays as configured while a role is empty, so that a save
+     * during the outage does not forget it; once its role was rebuilt onto another device it goes. Should fewer
+     * than three members be left, the configured lists stay (a configuration needs three, and the array's
+     * superblocks still name its roles).
      */
-    static ArrayConfig withShape(ArrayConfig ac, Raid5Status status, Set<String> openedRemotes) {
+    static ArrayConfig withShape(ArrayConfig ac, Raid5Status status, Set<String> held) {
         List<Path> known = ac.files();
         List<Path> members = new ArrayList<>();
         List<RemoteMemberConfig> remoteMembers = new ArrayList<>();
@@ -583,9 +595,16 @@ final class LiveArrays implements AutoCloseable {
         for (String spare : status.spares()) {
             place(spare, ac, known, spares, remoteSpares);
         }
-        for (RemoteMemberConfig r : ac.remote().members()) {
-            if (!openedRemotes.contains(r.url().toString()) && !remoteMembers.contains(r)) {
-                remoteMembers.add(r);
+        if (status.members().stream().anyMatch(m -> m.device() == null)) {
+            for (Path f : ac.members()) {
+                if (!members.contains(f) && held.stream().noneMatch(h -> DataFiles.sameFile(Path.of(h), f))) {
+                    members.add(f);
+                }
+            }
+            for (RemoteMemberConfig r : ac.remote().members()) {
+                if (!remoteMembers.contains(r) && !held.contains(r.url().toString())) {
+                    remoteMembers.add(r);
+                }
             }
         }
         if (members.size() + remoteMembers.size() < 3) {

@@ -279,6 +279,24 @@ class RunTimeChangesTest {
     }
 
     @Test
+    void aMemberFileMissingAtStartStaysListedUntilItsRoleIsRebuiltElsewhere() throws Exception {
+        Path file = configFile("autosave: true", "");
+        StripestackServer.start(ConfigLoader.load(file)).close();
+        Path m2 = data().resolve("md0/m2.img");
+        Path away = dir.resolve("m2.img.away");
+        Files.move(m2, away);                       // a disk not there at this start
+        try (StripestackServer server = StripestackServer.start(ConfigLoader.load(file))) {
+            assertTrue(admin(server, "status").contains("[4/3]"), admin(server, "status"));
+            admin(server, "target create iqn.2026-11.io.stripestack:meanwhile");   // autosaves
+            assertTrue(Files.readString(file).contains("md0/m2.img"), "still listed: " + Files.readString(file));
+            admin(server, "set md0/add md0/fresh.img");                           // its role rebuilt elsewhere
+            waitFor(server.adminSocket(), "md0/array_state", "clean");
+            String text = Files.readString(file);
+            assertTrue(text.contains("md0/fresh.img") && !text.contains("m2.img"), text);
+        }
+    }
+
+    @Test
     void aRemoteMemberWhoseTargetIsDownAtStartStaysInTheSavedFile() throws Exception {
         try (Tgtd tgt = Tgtd.start(dir.resolve("tgt"), 1, LUN_BYTES)) {
             Path file = dir.resolve("remote.yaml");
