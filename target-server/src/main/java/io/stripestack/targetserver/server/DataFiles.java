@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.function.Supplier;
 
@@ -20,7 +21,7 @@ import java.util.function.Supplier;
  */
 final class DataFiles {
     /** Directories of the system's own files (configuration, secrets, kernel interfaces): never data. */
-    private static final java.util.List<Path> SYSTEM_DIRS = java.util.List.of(Path.of("/etc"), Path.of("/boot"),
+    private static final List<Path> SYSTEM_DIRS = List.of(Path.of("/etc"), Path.of("/boot"),
             Path.of("/proc"), Path.of("/sys"));
 
     /** The option that lets one request use a file outside the data directory. */

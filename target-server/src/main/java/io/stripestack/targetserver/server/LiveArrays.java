@@ -1,6 +1,7 @@
 package io.stripestack.targetserver.server;
 
 import io.stripestack.blockdev.FileBlockDevice;
+import io.stripestack.raid5.ConsistencyPolicy;
 import io.stripestack.raid5.Md1Superblock;
 import io.stripestack.raid5.Raid5Array;
 import io.stripestack.raid5.Raid5Files;
@@ -8,6 +9,7 @@ import io.stripestack.raid5.Raid5Options;
 import io.stripestack.raid5.Raid5Status;
 import io.stripestack.remote.RemoteBlockDevice;
 import io.stripestack.remote.RemoteEndpoint;
+import io.stripestack.remote.RemoteMemberOptions;
 import io.stripestack.targetserver.config.Sizes;
 import io.stripestack.targetserver.config.StripestackConfig.ArrayConfig;
 import io.stripestack.targetserver.config.StripestackConfig.RemoteMemberConfig;
@@ -19,6 +21,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -63,7 +66,7 @@ final class LiveArrays implements AutoCloseable {
     /** Each array's members and spares on remote targets (copy-on-write lists), for status, metrics and returns. */
     private final Map<String, List<RemoteBlockDevice>> remoteDevices = new ConcurrentSkipListMap<>();
     /** Per array, every member and spare device name it has held since it was opened; guarded by this object. */
-    private final Map<String, Set<String>> held = new java.util.HashMap<>();
+    private final Map<String, Set<String>> held = new HashMap<>();
     /** Arrays created (not assembled) at start-up: their contents are all zeros. */
     private final Set<String> createdAtStart = new HashSet<>();
     private final Supplier<List<LunStack>> luns;
@@ -313,7 +316,7 @@ final class LiveArrays implements AutoCloseable {
     }
 
     private String addRemote(String name, RemoteMemberConfig remote) throws IOException {
-        io.stripestack.remote.RemoteMemberOptions options;
+        RemoteMemberOptions options;
         synchronized (this) {
             require(name);
             refuseRemoteInUse(remote, name);
@@ -381,7 +384,7 @@ final class LiveArrays implements AutoCloseable {
     }
 
     private static boolean hasBitmap(Raid5Array array) {
-        return array.consistencyPolicy() == io.stripestack.raid5.ConsistencyPolicy.BITMAP;
+        return array.consistencyPolicy() == ConsistencyPolicy.BITMAP;
     }
 
     /** The set UUID of the md superblock {@code file} carries, as mdadm prints it, or null when it has none. */
