@@ -26,6 +26,9 @@ final class ArrayControls {
         void stripeCacheSize(int rows);
 
         void checkParityOnReads(boolean on);
+
+        /** {@code NAME/sync_speed_min} and {@code NAME/sync_speed_max}, KiB/s: kept across a reshape. */
+        void syncSpeeds(int minKibPerSecond, int maxKibPerSecond);
     }
 
     static void register(ControlRegistry registry, String name, Raid5Array array, Changes changes) {
@@ -58,10 +61,10 @@ final class ArrayControls {
             return p.running() ? p.doneSectors() + " / " + p.totalSectors() : "none";
         }));
         registry.register(name + "/sync_speed", ControlAttribute.readOnly(() -> Long.toString(array.syncProgress().speedKiBps())));
-        registry.register(name + "/sync_speed_min", ControlAttribute.ofInt(array::syncSpeedMin, array::setSyncSpeedMin,
-                1, Integer.MAX_VALUE));
-        registry.register(name + "/sync_speed_max", ControlAttribute.ofInt(array::syncSpeedMax, array::setSyncSpeedMax,
-                1, Integer.MAX_VALUE));
+        registry.register(name + "/sync_speed_min", ControlAttribute.ofInt(array::syncSpeedMin,
+                kib -> changes.syncSpeeds(kib, array.syncSpeedMax()), 1, Integer.MAX_VALUE));
+        registry.register(name + "/sync_speed_max", ControlAttribute.ofInt(array::syncSpeedMax,
+                kib -> changes.syncSpeeds(array.syncSpeedMin(), kib), 1, Integer.MAX_VALUE));
         registry.register(name + "/mismatch_cnt", ControlAttribute.readOnly(() -> Long.toString(array.mismatchCount())));
         registry.register(name + "/fail", memberAction(array, "failing", array::failMember));
         registry.register(name + "/remove", memberAction(array, "removing", array::removeMember));

@@ -67,6 +67,8 @@ final class LiveArrays implements AutoCloseable {
     private final Map<String, List<RemoteBlockDevice>> remoteDevices = new ConcurrentSkipListMap<>();
     /** Per array, every member and spare device name it has held since it was opened; guarded by this object. */
     private final Map<String, Set<String>> held = new HashMap<>();
+    /** Per array, the sync speeds (min, max KiB/s) an operator set, applied again after a reshape; guarded by this. */
+    private final Map<String, int[]> syncSpeeds = new HashMap<>();
     /** Arrays created (not assembled) at start-up: their contents are all zeros. */
     private final Set<String> createdAtStart = new HashSet<>();
     private final Supplier<List<LunStack>> luns;
@@ -215,6 +217,7 @@ final class LiveArrays implements AutoCloseable {
         arrays.remove(name);
         configs.remove(name);
         held.remove(name);
+        syncSpeeds.remove(name);
         List<RemoteBlockDevice> remote = remoteDevices.remove(name);
         registry.unregisterAll(name + "/");
         try {
@@ -409,6 +412,14 @@ final class LiveArrays implements AutoCloseable {
         configs.computeIfPresent(name, (n, ac) -> ac.withStripeCacheSize(rows));
     }
 
+    /** Sets the sync speed floor and cap of {@code name} and keeps them as the operator's (across reshapes). */
+    synchronized void setSyncSpeeds(String name, int minKibPerSecond, int maxKibPerSecond) {
+        Raid5Array array = require(name);
+        array.setSyncSpeedMin(minKibPerSecond);
+        array.setSyncSpeedMax(maxKibPerSecond);
+        syncSpeeds.put(name, new int[] {minKibPerSecond, maxKibPerSecond});
+    }
+
     /** Sets check_parity_on_reads of {@code name} and keeps it as the operator's. */
     synchronized void setCheckParityOnReads(String name, boolean on) {
         require(name).setCheckParityOnReads(on);
@@ -530,6 +541,11 @@ final class LiveArrays implements AutoCloseable {
             public void checkParityOnReads(boolean on) {
                 setCheckParityOnReads(name, on);
             }
+
+            @Override
+            public void syncSpeeds(int minKibPerSecond, int maxKibPerSecond) {
+                setSyncSpeeds(name, minKibPerSecond, maxKibPerSecond);
+            }
         });
         array.addCapacityListener(size -> reshapeFinished(name, array));
         current(name);   // records the devices it holds from the start
@@ -554,6 +570,11 @@ final class LiveArrays implements AutoCloseable {
             }
             if (now.checkParityOnReads() != array.checkParityOnReads()) {
                 array.setCheckParityOnReads(now.checkParityOnReads());
+            }
+            int[] speeds = syncSpeeds.get(name);
+            if (speeds != null) {
+                array.setSyncSpeedMin(speeds[0]);
+                array.setSyncSpeedMax(speeds[1]);
             }
         }
         reshaped.reshaped(array, now);

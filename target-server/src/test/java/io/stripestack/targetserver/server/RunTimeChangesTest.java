@@ -168,6 +168,7 @@ class RunTimeChangesTest {
             Path socket = server.adminSocket();
             waitFor(socket, "md0/sync_action", "idle");
             admin(server, "set md0/stripe_cache_size 300");
+            admin(server, "set md0/sync_speed_max 777777");
             admin(server, "set md0/add md0/m4.img");
             String why = refused(server, "set md0/raid_disks 5");
             assertTrue(why.contains("partial parity log") && why.contains("resync") && why.contains("'5 force'"), why);
@@ -176,6 +177,7 @@ class RunTimeChangesTest {
             waitFor(socket, "md0/sync_action", "idle");
             assertEquals("5", get(socket, "md0/raid_disks"));
             assertEquals("300", get(socket, "md0/stripe_cache_size"), "the operator's setting outlives the reshape");
+            assertEquals("777777", get(socket, "md0/sync_speed_max"), "and so does the sync speed cap");
 
             Files.writeString(file, original);   // a base that still says four members (as the embedded default does)
             admin(server, "saveconfig");
