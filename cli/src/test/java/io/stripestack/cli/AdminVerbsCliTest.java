@@ -34,18 +34,18 @@ class AdminVerbsCliTest {
         Files.setPosixFilePermissions(secret, PosixFilePermissions.fromString("rw-------"));
         // Paths relative to the operator's directory: the CLI sends them absolute.
         Path here = Path.of("").toAbsolutePath();
-        String image = here.relativize(dir.resolve("cli0.img")).toString();
+        String image = here.relativize(dir.resolve("data/cli0.img")).toString();   // under data_dir
         try (StripestackServer server = StripestackServer.start(ConfigLoader.load(config))) {
             String socket = server.adminSocket().toString();
             ok(cli("target", "--socket", socket, "create", IQN, "--alias", "from-cli"), "created target " + IQN);
             ok(cli("lun", "--socket", socket, "create", IQN, "0", "--file", image, "--size", "4M"), "created LUN 0");
-            assertTrue(Files.exists(dir.resolve("cli0.img")), "the file was made where the operator meant");
+            assertTrue(Files.exists(dir.resolve("data/cli0.img")), "the file was made where the operator meant");
             ok(cli("acl", "--socket", socket, "add", IQN, "iqn.2026-11.io.example:host"), "allows");
             ok(cli("chap", "--socket", socket, "set", IQN, "cliuser", here.relativize(secret).toString()), "CHAP user cliuser");
             ok(cli("lun", "--socket", socket, "set", IQN, "0", "read_only", "1"), "is read-only");
             Outcome ls = cli("ls", "--socket", socket);
             ok(ls, "o- " + IQN + " [alias from-cli]");
-            assertTrue(ls.out().contains("lun0 [file " + dir.resolve("cli0.img") + ", read-only]"), ls.out());
+            assertTrue(ls.out().contains("lun0 [file " + dir.resolve("data/cli0.img") + ", read-only]"), ls.out());
             assertTrue(!ls.out().contains("a-secret-of-the-cli"), ls.out());
 
             Outcome spaced = cli("target", "--socket", socket, "create", "iqn.2026-11.io.example:a b");
@@ -58,11 +58,11 @@ class AdminVerbsCliTest {
             ok(cli("lun", "--socket", socket, "delete", IQN, "0", "--force"), "deleted LUN 0");
             String[] members = new String[3];
             for (int i = 0; i < 3; i++) {
-                members[i] = here.relativize(dir.resolve("md1/m" + i + ".img")).toString();
+                members[i] = here.relativize(dir.resolve("data/md1/m" + i + ".img")).toString();
             }
             ok(cli("array", "--socket", socket, "create", "md1", members[0], members[1], members[2], "--member-size", "4M",
-                    "--chunk", "64K", "--spare", here.relativize(dir.resolve("md1/s.img")).toString()), "created array md1");
-            assertTrue(Files.exists(dir.resolve("md1/m2.img")) && Files.exists(dir.resolve("md1/s.img")),
+                    "--chunk", "64K", "--spare", here.relativize(dir.resolve("data/md1/s.img")).toString()), "created array md1");
+            assertTrue(Files.exists(dir.resolve("data/md1/m2.img")) && Files.exists(dir.resolve("data/md1/s.img")),
                     "the members were made where the operator meant");
             ok(cli("lun", "--socket", socket, "create", IQN, "1", "--array", "md1"), "created LUN 1");
             ok(cli("portal", "--socket", socket, "create", "127.0.0.2:0"), "listening on 127.0.0.2:");
@@ -71,7 +71,7 @@ class AdminVerbsCliTest {
         assertTrue(Files.readString(config).contains("secret_file: \"" + secret + "\""), Files.readString(config));
         assertEquals(2, ConfigLoader.load(config).targets().size());
         assertEquals(2, ConfigLoader.load(config).server().portals().size());
-        assertEquals(dir.resolve("md1/s.img"), ConfigLoader.load(config).arrays().get("md1").spares().get(0));
+        assertEquals(dir.resolve("data/md1/s.img"), ConfigLoader.load(config).arrays().get("md1").spares().get(0));
     }
 
     @Test

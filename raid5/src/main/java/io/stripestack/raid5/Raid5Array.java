@@ -609,6 +609,29 @@ public final class Raid5Array extends MeteredBlockDevice {
     }
 
     /**
+     * Puts back a member that failed and was removed, given its device again (like {@code mdadm --re-add} of a
+     * removed disk): the role comes from the device's superblock, which must be that member's own, and the role
+     * must still be empty; the rebuild is the bitmap's where there is one, else whole (see {@link #reAddMember(int)}).
+     * The array owns the device from then on.
+     *
+     * @return the role the device holds again
+     * @throws IllegalArgumentException when the device carries no superblock of this array's removed member, so
+     *                                  that the caller may add it as a spare instead; nothing changed then
+     */
+    public int reAddMember(BlockDevice device) throws IOException {
+        refuseWhileReshaping("re-add " + device.name());
+        Md1Superblock sb;
+        if (device.size() < Md1Superblock.OFFSET_BYTES + Md1Superblock.BLOCK_BYTES) {
+            throw new IllegalArgumentException(name + ": " + device.name() + " is too small to carry a superblock");
+        }
+        ByteBuffer block = ByteBuffer.allocate(Md1Superblock.BLOCK_BYTES);
+        device.read(Md1Superblock.OFFSET_BYTES, block);
+        sb = Md1Superblock.decode(block.flip(), device.name());
+        ArrayParts p = current();
+        return MemberReAdd.startWithDevice(name, p.members, p.superblocks, p.sync, device, sb);
+    }
+
+    /**
      * Detaches the faulty member of {@code role} (like {@code mdadm --remove}): its device is closed and
      * the role is missing until a spare is added. Only a faulty member can be removed.
      *

@@ -176,7 +176,8 @@ public final class Raid5Files {
      * its role once the assembly is done (and a listed file that is not found is not said to leave the array
      * degraded when every role is held). A found file whose device UUID is also that of a
      * listed file or of another found file with at least as many events is a copy of that member: it is
-     * not used (WARN).
+     * not used (WARN). A found file that the newest listed superblock marks faulty, with fewer events, is a member
+     * replaced since: it is left out (INFO), not reported as a problem of the array.
      */
     public static Raid5Array assemble(List<Path> paths, Collection<Path> searchDirs, Raid5Options options,
                                       boolean direct) throws IOException {
@@ -217,8 +218,22 @@ public final class Raid5Files {
         }
         List<Path> all = new ArrayList<>(paths);
         String array = "array '" + listed.values().iterator().next().setName + "' (" + Md1Superblock.formatUuid(uuid) + ")";
+        Md1Superblock newest = null;
+        for (Md1Superblock sb : listed.values()) {
+            if (Arrays.equals(sb.setUuid, uuid) && (newest == null || sb.events > newest.events)) {
+                newest = sb;
+            }
+        }
         for (Map.Entry<Path, Md1Superblock> f : found.entrySet()) {
             Md1Superblock sb = f.getValue();
+            if (sb.devNumber < newest.devRoles.length && newest.devRoles[sb.devNumber] == Md1Superblock.ROLE_FAULTY
+                    && sb.events < newest.events) {
+                // a member replaced since (failed, removed, rebuilt onto another): no list names it, the array
+                // never uses it again; not a problem of the array's
+                LOG.info("{}: {} is a former member (device {}, marked faulty) that no list names; not used", array,
+                        f.getKey(), sb.devNumber);
+                continue;
+            }
             Path original = copyOf(f.getKey(), sb, listed, found);
             if (original != null) {
                 LOG.warn("{}: {} carries the superblock of member device {} like {} (events {}); it is a copy and "

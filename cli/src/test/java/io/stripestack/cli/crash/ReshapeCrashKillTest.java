@@ -100,7 +100,7 @@ class ReshapeCrashKillTest {
             // about 1 MB/s: moving 16 to 18 MiB of data takes many seconds, the kill lands inside it
             AdminServer.request(socket, "set md0/sync_speed_max 1000");
             AdminServer.request(socket, "set md0/sync_speed_min 500");
-            AdminServer.request(socket, "set md0/" + attribute + " " + value);
+            AdminServer.request(socket, "set md0/" + attribute + " " + value + " force"); // the array keeps a PPL
             Thread.sleep(300 + random.nextInt(2500));
             first.destroyForcibly();
             assertTrue(first.waitFor(10, TimeUnit.SECONDS));

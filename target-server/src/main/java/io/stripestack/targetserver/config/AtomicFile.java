@@ -27,7 +27,21 @@ public final class AtomicFile {
     private AtomicFile() {
     }
 
+    /** @throws IOException naming {@code file} (not only the temporary file) and why it was not replaced */
     public static void write(Path file, byte[] contents) throws IOException {
+        try {
+            replace(file, contents);
+        } catch (IOException e) {
+            Path dir = file.toAbsolutePath().normalize().getParent();
+            String why = e instanceof java.nio.file.NoSuchFileException ? "the directory " + dir + " does not exist"
+                    : e instanceof java.nio.file.AccessDeniedException ? "permission denied (" + e.getMessage() + ")"
+                    : e.getMessage() == null ? e.toString() : e.getMessage();
+            throw new IOException(why.contains(file.toAbsolutePath().normalize().toString()) ? why
+                    : "cannot write " + file.toAbsolutePath().normalize() + ": " + why, e);
+        }
+    }
+
+    private static void replace(Path file, byte[] contents) throws IOException {
         Path target = file.toAbsolutePath().normalize();
         Path dir = target.getParent();
         Set<PosixFilePermission> permissions = Files.exists(target) ? Files.getPosixFilePermissions(target) : OWNER_ONLY;

@@ -2,6 +2,7 @@ package io.stripestack.targetserver.config;
 
 import io.stripestack.targetserver.config.StripestackConfig.ArrayConfig;
 import io.stripestack.targetserver.config.StripestackConfig.Portal;
+import io.stripestack.targetserver.config.StripestackConfig.RemoteMemberConfig;
 import io.stripestack.targetserver.config.StripestackConfig.TargetConfig;
 import java.io.IOException;
 import java.io.StringReader;
@@ -30,7 +31,9 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
  * targets:} section is written anew; comments inside it are not kept (comment lines at column 0 at the end of
  * the section stay: they usually introduce the next top-level key). In the {@code arrays:} section an entry of an
  * array that no longer runs is dropped whole, one for an array created at run time is added after the others,
- * and every other entry is kept as written, comments included ({@link ArraysYaml}); an {@code arrays:} section
+ * and every other entry is kept as written, comments included ({@link ArraysYaml}), except that its {@code
+ * members}, {@code spares}, {@code chunk} and {@code stripe_cache_size} are rewritten where the running array
+ * differs (a member replaced, the array grown, a setting changed: {@link #withArrayShape}); an {@code arrays:} section
  * in flow style ({@code {...}}) is written anew when it changes. Every other line of the file (data_dir, server,
  * their comments and layout) is kept as it is. The result is parsed as the server would
  * load it before anything is written, so a state that would not load back is refused and the file left alone;
@@ -39,7 +42,8 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
 public final class ConfigSaver {
     /** What the operator is told about comments, in the answer and in docs/operations.md. */
     public static final String COMMENTS_NOTE = "comments and layout outside the targets: section are kept, and so"
-            + " are the entries of arrays still running; the targets: section is written anew, without comments";
+            + " are the entries of arrays still running, their member lists made true; the targets: section is"
+            + " written anew, without comments";
 
     private ConfigSaver() {
     }
@@ -55,8 +59,12 @@ public final class ConfigSaver {
         List<ArrayConfig> arrays = state.arrays();
         String text;
         try {
-            text = withTargets(withArrays(withPortals(baseText, state.portals()), arrays, dataDir),
-                    TargetsYaml.render(state.targets(), dataDir));
+            String withArrays = withArrays(withPortals(baseText, state.portals()), arrays, dataDir);
+            for (ArrayConfig a : arrays) { // an entry kept as written lists the array as it runs now
+                String shaped = withArrayShape(withArrays, a, dataDir);
+                withArrays = shaped == null ? withArrays : shaped;
+            }
+            text = withTargets(withArrays, TargetsYaml.render(state.targets(), dataDir));
         } catch (IllegalArgumentException e) {
             throw new IOException("not saved: " + e.getMessage() + "; " + file + " is unchanged", e);
         }
@@ -236,13 +244,14 @@ public final class ConfigSaver {
 
     /**
      * After a reshape: rewrites the member and spare lists of array {@code a}'s entry in {@code file} (and its
-     * {@code chunk} when the entry states one), every other line kept, comments included, checked to load back
+     * {@code chunk} when the entry states one, its {@code stripe_cache_size} when set; see {@link #withArrayShape}),
+     * every other line kept, comments included, checked to load back
      * with those files before it replaces the file atomically. One writer at a time with {@link #save} callers
      * that hold {@link #FILE_LOCK}.
      *
      * @return false, changing nothing, when the file has no entry for the array (created at run time and not saved)
      * @throws IOException saying why the file was left unchanged (an entry written in a form this does not edit,
-     *                     an array with remote members, a result that would not load)
+     *                     a result that would not load)
      */
     public static boolean saveArrayShape(Path file, ArrayConfig a, Path dataDir, Path workDir) throws IOException {
         synchronized (FILE_LOCK) {
@@ -256,6 +265,9 @@ public final class ConfigSaver {
             if (edited == null) {
                 return false;
             }
+            if (edited.equals(text)) {
+                return true;   // the entry lists the array as it is already
+            }
             ArrayConfig reloaded;
             try {
                 reloaded = ConfigLoader.parse(file.toString(), edited, workDir).arrays().get(a.name());
@@ -264,7 +276,9 @@ public final class ConfigSaver {
                         + " is unchanged", e);
             }
             if (reloaded == null || !absolute(reloaded.members()).equals(absolute(a.members()))
-                    || !absolute(reloaded.spares()).equals(absolute(a.spares()))) {
+                    || !absolute(reloaded.spares()).equals(absolute(a.spares()))
+                    || !urls(reloaded.remote().members()).equals(urls(a.remote().members()))
+                    || !urls(reloaded.remote().spares()).equals(urls(a.remote().spares()))) {
                 throw new IOException("not saved: the edited entry of " + a.name() + " would not list its members "
                         + a.members() + " and spares " + a.spares() + "; " + file + " is unchanged");
             }
@@ -276,20 +290,22 @@ public final class ConfigSaver {
     /** Held by whoever reads the configuration file to write it back, so two writers never lose each other's edit. */
     public static final Object FILE_LOCK = new Object();
 
+    private static List<String> urls(List<RemoteMemberConfig> remotes) {
+        return remotes.stream().map(r -> r.url().toString()).toList();
+    }
+
     private static List<Path> absolute(List<Path> files) {
         return files.stream().map(f -> f.toAbsolutePath().normalize()).toList();
     }
 
     /**
-     * {@code text} with the values of {@code members}, {@code spares} (added after members when missing) and
-     * {@code chunk} (when present) of {@code a}'s entry in the top-level arrays section replaced; null when the
-     * section has no such entry.
+     * {@code text} with the values of {@code members}, {@code spares} (added after members when missing), {@code
+     * chunk} (when present) and {@code stripe_cache_size} (added when the operator set one) of {@code a}'s entry in
+     * the top-level arrays section replaced where they differ from {@code a} (files compared as paths under {@code
+     * dataDir}, remote members by URL, in any order); the text itself when none differs; null when the section has
+     * no such entry.
      */
     static String withArrayShape(String text, ArrayConfig a, Path dataDir) throws IOException {
-        if (!a.remote().isEmpty()) {
-            throw new IllegalArgumentException("array " + a.name() + " has members on remote targets, whose entry is"
-                    + " kept as written by hand; list its members and spares there");
-        }
         Node root = compose(text);
         if (!(root instanceof MappingNode mapping)) {
             return null;
@@ -311,31 +327,84 @@ public final class ConfigSaver {
         if (membersAt < 0) {
             throw new IllegalArgumentException("the entry of array " + a.name() + " has no members: key");
         }
+        int sparesAt = indexOf(keys, "spares");
+        int chunkAt = indexOf(keys, "chunk");
+        int cacheAt = indexOf(keys, "stripe_cache_size");
+        boolean sameMembers = listsAs(keys.get(membersAt).getValueNode(), a.members(), a.remote().members(), dataDir);
+        boolean sameSpares = sparesAt >= 0
+                ? listsAs(keys.get(sparesAt).getValueNode(), a.spares(), a.remote().spares(), dataDir)
+                : a.spares().isEmpty() && a.remote().spares().isEmpty();
+        boolean sameChunk = chunkAt < 0 || scalar(keys.get(chunkAt).getValueNode()).equals(Sizes.format(a.chunkBytes()))
+                || sizeOf(keys.get(chunkAt).getValueNode()) == a.chunkBytes();
+        boolean sameCache = a.stripeCacheSize() <= 0
+                || cacheAt >= 0 && scalar(keys.get(cacheAt).getValueNode()).equals(Integer.toString(a.stripeCacheSize()));
+        if (sameMembers && sameSpares && sameChunk && sameCache) {
+            return text;
+        }
         List<Edit> edits = new ArrayList<>();
         int[] membersSpan = valueSpan(lines, keys.get(membersAt).getValueNode());
-        edits.add(new Edit(membersSpan[0], membersSpan[1], ArraysYaml.fileList(a.members(), dataDir)));
-        int sparesAt = indexOf(keys, "spares");
-        if (sparesAt >= 0) {
-            int[] span = valueSpan(lines, keys.get(sparesAt).getValueNode());
-            edits.add(new Edit(span[0], span[1], ArraysYaml.fileList(a.spares(), dataDir)));
-        } else if (!a.spares().isEmpty()) {
-            String spares = ArraysYaml.fileList(a.spares(), dataDir);
-            edits.add(new Edit(membersSpan[1], membersSpan[1], entry.getFlowStyle() == DumperOptions.FlowStyle.FLOW
-                    ? ", spares: " + spares
-                    : "\n" + " ".repeat(keys.get(membersAt).getKeyNode().getStartMark().getColumn()) + "spares: " + spares));
+        String indent = " ".repeat(keys.get(membersAt).getKeyNode().getStartMark().getColumn());
+        boolean flow = entry.getFlowStyle() == DumperOptions.FlowStyle.FLOW;
+        if (!sameMembers) {
+            edits.add(new Edit(membersSpan[0], membersSpan[1],
+                    ArraysYaml.memberList(a.members(), a.remote().members(), dataDir)));
         }
-        int chunkAt = indexOf(keys, "chunk");
-        if (chunkAt >= 0) {
+        String spares = ArraysYaml.memberList(a.spares(), a.remote().spares(), dataDir);
+        if (!sameSpares && sparesAt >= 0) {
+            int[] span = valueSpan(lines, keys.get(sparesAt).getValueNode());
+            edits.add(new Edit(span[0], span[1], spares));
+        } else if (!sameSpares) {
+            edits.add(new Edit(membersSpan[1], membersSpan[1], flow ? ", spares: " + spares
+                    : "\n" + indent + "spares: " + spares));
+        }
+        if (!sameChunk) {
             int[] span = valueSpan(lines, keys.get(chunkAt).getValueNode());
             edits.add(new Edit(span[0], span[1], Sizes.format(a.chunkBytes())));
         }
-        // from the end of the text backwards, so the offsets of the edits before stay right
+        if (!sameCache && cacheAt >= 0) {
+            int[] span = valueSpan(lines, keys.get(cacheAt).getValueNode());
+            edits.add(new Edit(span[0], span[1], Integer.toString(a.stripeCacheSize())));
+        } else if (!sameCache) {
+            edits.add(new Edit(membersSpan[1], membersSpan[1], flow ? ", stripe_cache_size: " + a.stripeCacheSize()
+                    : "\n" + indent + "stripe_cache_size: " + a.stripeCacheSize()));
+        }
+        // from the end of the text backwards, so the offsets of the edits before stay right (two insertions at
+        // one place keep their order: the later one in the list goes in first, and ends up second)
         edits.sort((x, y) -> Integer.compare(y.from(), x.from()));
         StringBuilder out = new StringBuilder(text);
         for (Edit edit : edits) {
             out.replace(edit.from(), edit.to(), edit.text());
         }
         return out.toString();
+    }
+
+    /** Whether a members or spares value names these files and remote LUNs (in any order). */
+    private static boolean listsAs(Node value, List<Path> files, List<RemoteMemberConfig> remotes, Path dataDir) {
+        MemberEntries.Parsed parsed;
+        try {
+            parsed = MemberEntries.parse(new YamlNode("", "", value), dataDir);
+        } catch (ConfigException e) {
+            return false;   // written anew, and checked to load back before it is saved
+        }
+        Set<String> remoteUrls = new TreeSet<>();
+        parsed.remotes().forEach(r -> remoteUrls.add(r.url().toString()));
+        Set<String> wantedUrls = new TreeSet<>();
+        remotes.forEach(r -> wantedUrls.add(r.url().toString()));
+        return new java.util.HashSet<>(absolute(parsed.files())).equals(new java.util.HashSet<>(absolute(files)))
+                && parsed.files().size() == files.size() && remoteUrls.equals(wantedUrls)
+                && parsed.remotes().size() == remotes.size();
+    }
+
+    private static String scalar(Node value) {
+        return value instanceof ScalarNode s ? s.getValue().trim() : "";
+    }
+
+    private static long sizeOf(Node value) {
+        try {
+            return Sizes.parse(scalar(value));
+        } catch (IllegalArgumentException e) {
+            return -1;
+        }
     }
 
     /** Characters {@code [from, to)} of a text replaced by {@code text}. */

@@ -2,7 +2,6 @@ package io.stripestack.targetserver.config;
 
 import io.stripestack.blockdev.ChapSecretFile;
 import io.stripestack.initiator.Digest;
-import io.stripestack.initiator.IscsiUrl;
 import io.stripestack.remote.RemoteMemberOptions;
 import io.stripestack.targetserver.config.StripestackConfig.RemoteMemberConfig;
 import io.stripestack.targetserver.config.StripestackConfig.RemoteMembersConfig;
@@ -22,8 +21,6 @@ import java.util.List;
  * file. Stateless.
  */
 final class MemberEntries {
-    private static final String CHAP_FORM = "{url: iscsi://USER@HOST:PORT/IQN/LUN, chap_secret_file: FILE}";
-
     /** The files and the remote LUNs of one list, each in the list's order. */
     record Parsed(List<Path> files, List<RemoteMemberConfig> remotes) {
         int count() {
@@ -70,24 +67,11 @@ final class MemberEntries {
     }
 
     private static RemoteMemberConfig remote(YamlNode node, String text, Path secretFile) throws ConfigException {
-        IscsiUrl url;
         try {
-            url = IscsiUrl.parse(text);
+            return RemoteMemberConfig.of(text, secretFile);
         } catch (IllegalArgumentException e) {
             throw node.error(e.getMessage());
         }
-        if (url.chapSecret() != null) {
-            url.clearSecret();
-            throw node.error("a CHAP secret in the URL would sit in the configuration file; write it to a file only"
-                    + " you can read (chmod 600) and give " + CHAP_FORM);
-        }
-        if (url.chapUser() != null && secretFile == null) {
-            throw node.error("the URL names CHAP user '" + url.chapUser() + "' but no secret file; give " + CHAP_FORM);
-        }
-        if (url.chapUser() == null && secretFile != null) {
-            throw node.error("chap_secret_file needs the CHAP user in the URL: " + CHAP_FORM);
-        }
-        return new RemoteMemberConfig(url, secretFile);
     }
 
     /** The array's remote members, spares and their {@code remote_*} settings. */

@@ -84,10 +84,87 @@ public record StripestackConfig(Path file, Path dataDir, ServerConfig server, Ma
             long createMemberSize, boolean createSparse, int stripeCacheSize, boolean checkParityOnReads,
             boolean direct, boolean startDirtyDegraded, ConsistencyPolicy consistencyPolicy, long bitmapChunkBytes,
             RemoteMembersConfig remote) {
+        public ArrayConfig {
+            members = List.copyOf(members);
+            spares = List.copyOf(spares);
+        }
+
+        /**
+         * An array given at run time ({@code array create}): the rest as the loader's defaults (stripe cache and
+         * consistency policy automatic, no parity check on reads, no O_DIRECT, mdadm's bitmap chunk).
+         */
+        public static ArrayConfig atRunTime(String name, List<Path> members, List<Path> spares,
+                RemoteMembersConfig remote, int chunkBytes, String layout, long createMemberSize, boolean createSparse) {
+            return new ArrayConfig(name, members, spares, chunkBytes, layout, createMemberSize, createSparse, 0, false,
+                    false, false, null, 0, remote);
+        }
+
+        /** This array with these member and spare files and remote LUNs (after an add, a reshape, a replacement). */
+        public ArrayConfig withMembers(List<Path> memberFiles, List<Path> spareFiles, RemoteMembersConfig remoteLuns) {
+            return new ArrayConfig(name, memberFiles, spareFiles, chunkBytes, layout, createMemberSize, createSparse,
+                    stripeCacheSize, checkParityOnReads, direct, startDirtyDegraded, consistencyPolicy, bitmapChunkBytes,
+                    remoteLuns);
+        }
+
+        public ArrayConfig withChunkBytes(int chunk) {
+            return new ArrayConfig(name, members, spares, chunk, layout, createMemberSize, createSparse,
+                    stripeCacheSize, checkParityOnReads, direct, startDirtyDegraded, consistencyPolicy, bitmapChunkBytes,
+                    remote);
+        }
+
+        /** With the stripe cache size an operator set (rows; 0: automatic). */
+        public ArrayConfig withStripeCacheSize(int rows) {
+            return new ArrayConfig(name, members, spares, chunkBytes, layout, createMemberSize, createSparse, rows,
+                    checkParityOnReads, direct, startDirtyDegraded, consistencyPolicy, bitmapChunkBytes, remote);
+        }
+
+        public ArrayConfig withCheckParityOnReads(boolean on) {
+            return new ArrayConfig(name, members, spares, chunkBytes, layout, createMemberSize, createSparse,
+                    stripeCacheSize, on, direct, startDirtyDegraded, consistencyPolicy, bitmapChunkBytes, remote);
+        }
+
+        /** Every member and spare file, members first. */
+        public List<Path> files() {
+            List<Path> all = new java.util.ArrayList<>(members);
+            all.addAll(spares);
+            return List.copyOf(all);
+        }
     }
 
     /** A member or spare on a remote target: the URL (no secret in it) and, for CHAP, the secret's file. */
     public record RemoteMemberConfig(IscsiUrl url, Path chapSecretFile) {
+        /** How a remote member with CHAP is written, in the configuration file and at run time. */
+        public static final String CHAP_FORM = "{url: iscsi://USER@HOST:PORT/IQN/LUN, chap_secret_file: FILE}";
+
+        /**
+         * Whether a member given at run time is meant as a URL (any {@code scheme://}, or {@code iscsi:} however
+         * written): such a word is a remote LUN or refused, never taken for a file name.
+         */
+        public static boolean looksLikeUrl(String word) {
+            return word.contains("://") || word.regionMatches(true, 0, "iscsi:", 0, 6);
+        }
+
+        /**
+         * A remote member from its URL ({@code iscsi://[USER@]HOST[:PORT]/IQN/LUN}) and, with a CHAP user, the
+         * file of its secret; refused, saying why, when the URL does not parse, carries a secret (it would be
+         * written into the configuration file and logs) or names a user without a secret file or the reverse.
+         */
+        public static RemoteMemberConfig of(String text, Path secretFile) {
+            IscsiUrl url = IscsiUrl.parse(text.trim());
+            if (url.chapSecret() != null) {
+                url.clearSecret();
+                throw new IllegalArgumentException("a CHAP secret in the URL would sit in the configuration file; write"
+                        + " it to a file only you can read (chmod 600) and give " + CHAP_FORM);
+            }
+            if (url.chapUser() != null && secretFile == null) {
+                throw new IllegalArgumentException("the URL names CHAP user '" + url.chapUser() + "' but no secret"
+                        + " file; give " + CHAP_FORM);
+            }
+            if (url.chapUser() == null && secretFile != null) {
+                throw new IllegalArgumentException("chap_secret_file needs the CHAP user in the URL: " + CHAP_FORM);
+            }
+            return new RemoteMemberConfig(url, secretFile);
+        }
     }
 
     /**
@@ -96,8 +173,35 @@ public record StripestackConfig(Path file, Path dataDir, ServerConfig server, Ma
      */
     public record RemoteMembersConfig(List<RemoteMemberConfig> members, List<RemoteMemberConfig> spares,
             RemoteMemberOptions options) {
+        public RemoteMembersConfig {
+            members = List.copyOf(members);
+            spares = List.copyOf(spares);
+        }
+
+        /** No remote members, the default options (an array of files). */
+        public static RemoteMembersConfig none() {
+            return new RemoteMembersConfig(List.of(), List.of(), RemoteMemberOptions.defaults());
+        }
+
         public boolean isEmpty() {
             return members.isEmpty() && spares.isEmpty();
+        }
+
+        /** The same options with these members and spares. */
+        public RemoteMembersConfig with(List<RemoteMemberConfig> remoteMembers, List<RemoteMemberConfig> remoteSpares) {
+            return new RemoteMembersConfig(remoteMembers, remoteSpares, options);
+        }
+
+        /** The entry whose URL reads {@code name} (a remote device's name), or null. */
+        public RemoteMemberConfig find(String name) {
+            for (List<RemoteMemberConfig> list : List.of(members, spares)) {
+                for (RemoteMemberConfig r : list) {
+                    if (r.url().toString().equals(name)) {
+                        return r;
+                    }
+                }
+            }
+            return null;
         }
     }
 
@@ -111,6 +215,28 @@ public record StripestackConfig(Path file, Path dataDir, ServerConfig server, Ma
 
     public record TargetConfig(String iqn, String alias, List<String> allowedInitiators, ChapConfig chap,
             ChapConfig mutualChap, List<LunConfig> luns) {
+        public TargetConfig {
+            allowedInitiators = List.copyOf(allowedInitiators);
+            luns = List.copyOf(luns);
+        }
+
+        /** A target created at run time: no access list, no CHAP, no LUNs yet. */
+        public static TargetConfig empty(String iqn, String alias) {
+            return new TargetConfig(iqn, alias == null ? "" : alias, List.of(), null, null, List.of());
+        }
+
+        public TargetConfig withLuns(List<LunConfig> units) {
+            return new TargetConfig(iqn, alias, allowedInitiators, chap, mutualChap, units);
+        }
+
+        public TargetConfig withAllowedInitiators(List<String> allowed) {
+            return new TargetConfig(iqn, alias, allowed, chap, mutualChap, luns);
+        }
+
+        /** With these one-way and mutual CHAP credentials (null: none). */
+        public TargetConfig withChap(ChapConfig oneWay, ChapConfig mutual) {
+            return new TargetConfig(iqn, alias, allowedInitiators, oneWay, mutual, luns);
+        }
     }
 
     /** What a LUN's stack stands on: an array by name, or a file (created with {@code createSize} if missing). */
@@ -138,5 +264,8 @@ public record StripestackConfig(Path file, Path dataDir, ServerConfig server, Ma
 
     public record LunConfig(int lun, BackingConfig backing, CryptoConfig crypto, ReadaheadConfig readahead,
             boolean readOnly, String serial) {
+        public LunConfig withReadOnly(boolean on) {
+            return new LunConfig(lun, backing, crypto, readahead, on, serial);
+        }
     }
 }

@@ -167,8 +167,12 @@ public final class AdminServer implements Closeable {
                     break;
                 case "set":
                     requireArgs(parts, 3, "set PATH VALUE");
-                    registry.set(parts[1], parts[2]);
+                    String said = registry.apply(parts[1], parts[2]);
                     log.info("ctl: {} set to {}", parts[1], parts[2]);
+                    out.append(said);
+                    if (!said.isEmpty() && !said.endsWith("\n")) {
+                        out.append('\n');
+                    }
                     break;
                 case "status":
                     out.append(registry.status());

@@ -14,6 +14,15 @@ public interface ControlAttribute {
     /** Applies a new value without restart and without interrupting I/O. */
     void set(String value);
 
+    /**
+     * Applies a new value as {@link #set} and returns what the operator is told beyond "OK" (a file created, a
+     * member re-added); empty for plain settings.
+     */
+    default String apply(String value) {
+        set(value);
+        return "";
+    }
+
     default boolean writable() {
         return true;
     }

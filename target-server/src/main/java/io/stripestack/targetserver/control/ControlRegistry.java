@@ -86,6 +86,11 @@ public final class ControlRegistry {
         find(path).set(value);
     }
 
+    /** As {@link #set}; returns what the attribute tells the operator ({@link ControlAttribute#apply}). */
+    public String apply(String path, String value) {
+        return find(path).apply(value);
+    }
+
     private ControlAttribute find(String path) {
         ControlAttribute a = attributes.get(path);
         if (a == null) {

@@ -1,6 +1,6 @@
 package io.stripestack.targetserver.server;
 
-import io.stripestack.remote.RemoteMemberOptions;
+import io.stripestack.initiator.IscsiUrl;
 import io.stripestack.targetserver.config.ConfigException;
 import io.stripestack.targetserver.config.ConfigLoader;
 import io.stripestack.targetserver.config.ConfigSaver;
@@ -8,6 +8,7 @@ import io.stripestack.targetserver.config.RunningState;
 import io.stripestack.targetserver.config.Sizes;
 import io.stripestack.targetserver.config.StripestackConfig;
 import io.stripestack.targetserver.config.StripestackConfig.ArrayConfig;
+import io.stripestack.targetserver.config.StripestackConfig.RemoteMemberConfig;
 import io.stripestack.targetserver.config.StripestackConfig.RemoteMembersConfig;
 import io.stripestack.targetserver.config.StripestackConfig.BackingConfig;
 import io.stripestack.targetserver.config.StripestackConfig.CryptoConfig;
@@ -26,10 +27,11 @@ import java.util.List;
  * <pre>
  *   ls
  *   portal create HOST:PORT                  portal delete HOST:PORT
- *   array create NAME MEMBER... [--spare FILE]... [--member-size SIZE [--chunk SIZE] [--layout L] [--sparse]]
+ *   array create NAME MEMBER... [--spare MEMBER]... [--member-size SIZE [--chunk SIZE] [--layout L] [--sparse]]
+ *                [--chap-secret-file FILE] [--outside-data-dir]      (a MEMBER is a file or iscsi://HOST:PORT/IQN/LUN)
  *   array delete NAME
  *   target create IQN [--alias ALIAS]        target delete IQN [--force]
- *   lun create IQN LUN (--file PATH [--size SIZE] | --ram SIZE | --array NAME) [--read-only] [--serial S]
+ *   lun create IQN LUN (--file PATH [--size SIZE] [--outside-data-dir] | --ram SIZE | --array NAME) [--read-only] [--serial S]
  *              [--key-file FILE [--cipher SPEC] [--key-size BITS] | --luks-key-file FILE | --luks-passphrase-file FILE]
  *   lun delete IQN LUN [--force]             lun set IQN LUN read_only 0|1
  *   acl add IQN INITIATOR                    acl delete IQN INITIATOR
@@ -37,7 +39,9 @@ import java.util.List;
  *   saveconfig [FILE]
  * </pre>
  * Parses the words and hands them to {@link LiveArrays} and {@link LiveTargets}; with {@code server.autosave} every change that
- * succeeded is saved at once. Relative paths resolve under the data directory (the CLI sends absolute ones).
+ * succeeded is saved at once. Relative paths resolve under the data directory (the CLI sends absolute ones); a data
+ * file outside it, one of the server's own secret or configuration files, or one that is not a regular file or
+ * block device is refused ({@link DataFiles}), and every file a verb creates is named in its answer.
  *
  * <p>Concurrency: called on the admin worker thread only, one request at a time; the state is in
  * {@link LiveArrays} and {@link LiveTargets}.
@@ -47,17 +51,27 @@ final class AdminVerbs {
     private final LiveTargets live;
     private final StripestackConfig config;
     private final LivePortals portals;
+    private final DataFiles files;
+    /**
+     * Where saveconfig and autosave write without a FILE: the configuration file the server runs, or, when it runs
+     * the embedded default, the first file saveconfig wrote (null until then).
+     */
+    private Path saveTarget;
 
-    private AdminVerbs(LiveArrays arrays, LiveTargets live, StripestackConfig config, LivePortals portals) {
+    private AdminVerbs(LiveArrays arrays, LiveTargets live, StripestackConfig config, LivePortals portals,
+            DataFiles files) {
         this.arrays = arrays;
         this.live = live;
         this.config = config;
         this.portals = portals;
+        this.files = files;
+        this.saveTarget = Files.isRegularFile(config.file()) ? config.file() : null;
     }
 
     static void register(ControlRegistry registry, LiveArrays arrays, LiveTargets live, StripestackConfig config,
-            LivePortals portals) {
-        AdminVerbs verbs = new AdminVerbs(arrays, live, config, portals);
+            LivePortals portals, DataFiles files) {
+        AdminVerbs verbs = new AdminVerbs(arrays, live, config, portals, files);
+        arrays.afterMemberAdded(verbs::changed);
         registry.registerCommand("ls", args -> verbs.ls());
         registry.registerCommand("portal", verbs::portal);
         registry.registerCommand("array", verbs::array);
@@ -85,28 +99,33 @@ final class AdminVerbs {
     }
 
     /**
-     * {@code array create NAME MEMBER...}: assembles the array from its existing member files, or, with {@code
+     * {@code array create NAME MEMBER...}: assembles the array from its existing members, or, with {@code
      * --member-size}, creates it on new ones (mdadm --create's defaults: chunk 512 KiB, left-symmetric, files
-     * allocated unless {@code --sparse}). Remote members are configured in the file only.
+     * allocated unless {@code --sparse}). A member or spare is a file under the data directory or a remote LUN,
+     * {@code iscsi://[USER@]HOST[:PORT]/IQN/LUN} as in the configuration file ({@code --chap-secret-file FILE} for
+     * those that name a CHAP user; the remote options are the defaults).
      */
     private String array(List<String> a) throws IOException {
-        Words w = new Words(a, "array create NAME MEMBER_FILE... [--spare FILE]... [--member-size SIZE [--chunk SIZE]"
-                + " [--layout LAYOUT] [--sparse]] | array delete NAME");
+        Words w = new Words(a, "array create NAME MEMBER... [--spare MEMBER]... [--member-size SIZE [--chunk SIZE]"
+                + " [--layout LAYOUT] [--sparse]] [--chap-secret-file FILE] [" + DataFiles.OUTSIDE_FLAG + "]"
+                + " (a MEMBER is a file or iscsi://HOST:PORT/IQN/LUN) | array delete NAME");
         switch (w.next("create|delete")) {
             case "create" -> {
                 String name = w.next("NAME");
-                List<Path> members = new ArrayList<>();
+                List<String> memberWords = new ArrayList<>();
                 for (String m; (m = w.optionalNext()) != null; ) {
-                    members.add(config.dataDir().resolve(m).normalize());
+                    memberWords.add(m);
                 }
-                List<Path> spares = new ArrayList<>();
+                List<String> spareWords = new ArrayList<>();
                 for (String sp; (sp = w.option("--spare")) != null; ) {
-                    spares.add(config.dataDir().resolve(sp).normalize());
+                    spareWords.add(sp);
                 }
                 String memberSize = w.option("--member-size");
                 String chunk = w.option("--chunk");
                 String layout = w.option("--layout");
                 boolean sparse = w.flag("--sparse");
+                String secret = w.option("--chap-secret-file");
+                boolean outside = w.flag(DataFiles.OUTSIDE_FLAG);
                 w.end();
                 if (memberSize == null && (chunk != null || layout != null || sparse)) {
                     throw new IllegalArgumentException("--chunk, --layout and --sparse shape a new array and go with"
@@ -123,9 +142,28 @@ final class AdminVerbs {
                 if (memberSize != null && createSize < (1L << 20)) {
                     throw new IllegalArgumentException("--member-size " + memberSize + " is below 1M");
                 }
-                ArrayConfig ac = new ArrayConfig(name, List.copyOf(members), List.copyOf(spares), (int) chunkBytes,
-                        layout == null ? "left-symmetric" : layout, createSize, sparse, 0, false, false, false, null, 0,
-                        new RemoteMembersConfig(List.of(), List.of(), RemoteMemberOptions.defaults()));
+                Path secretFile = secret == null ? null : config.dataDir().resolve(secret).toAbsolutePath().normalize();
+                if (secretFile != null) {
+                    files.refuseAsSecret(secretFile, "be a CHAP secret");
+                }
+                List<Path> memberFiles = new ArrayList<>();
+                List<RemoteMemberConfig> remoteMembers = new ArrayList<>();
+                List<Path> spareFiles = new ArrayList<>();
+                List<RemoteMemberConfig> remoteSpares = new ArrayList<>();
+                boolean[] secretUsed = new boolean[1];
+                for (String m : memberWords) {
+                    member(m, outside, secretFile, secretUsed, "be a member of " + name, memberFiles, remoteMembers);
+                }
+                for (String sp : spareWords) {
+                    member(sp, outside, secretFile, secretUsed, "be a spare of " + name, spareFiles, remoteSpares);
+                }
+                if (secretFile != null && !secretUsed[0]) {
+                    throw new IllegalArgumentException("--chap-secret-file goes with remote members whose URL names a"
+                            + " CHAP user (iscsi://USER@HOST:PORT/IQN/LUN); none does");
+                }
+                ArrayConfig ac = ArrayConfig.atRunTime(name, memberFiles, spareFiles,
+                        RemoteMembersConfig.none().with(remoteMembers, remoteSpares), (int) chunkBytes,
+                        layout == null ? "left-symmetric" : layout, createSize, sparse);
                 return changed(arrays.create(ac));
             }
             case "delete" -> {
@@ -135,6 +173,18 @@ final class AdminVerbs {
             }
             default -> throw w.usage();
         }
+    }
+
+    /** One member word of {@code array create}: a remote LUN's URL into {@code remotes}, else a data file. */
+    private void member(String word, boolean outside, Path secretFile, boolean[] secretUsed, String purpose,
+            List<Path> fileList, List<RemoteMemberConfig> remotes) {
+        if (!RemoteMemberConfig.looksLikeUrl(word)) {
+            fileList.add(files.dataFile(word, outside, purpose));
+            return;
+        }
+        boolean withUser = IscsiUrl.parse(word).chapUser() != null;
+        secretUsed[0] |= withUser;
+        remotes.add(RemoteMemberConfig.of(word, withUser ? secretFile : null));
     }
 
     private String target(List<String> a) throws IOException {
@@ -157,7 +207,8 @@ final class AdminVerbs {
     }
 
     private String lun(List<String> a) throws IOException {
-        Words w = new Words(a, "lun create IQN LUN (--file PATH [--size SIZE] | --ram SIZE | --array NAME) [--read-only]"
+        Words w = new Words(a, "lun create IQN LUN (--file PATH [--size SIZE] [" + DataFiles.OUTSIDE_FLAG + "] | --ram SIZE"
+                + " | --array NAME) [--read-only]"
                 + " [--serial S] | lun delete IQN LUN [--force] | lun set IQN LUN read_only 0|1");
         String verb = w.next("create|delete|set");
         String iqn = w.next("IQN");
@@ -170,8 +221,12 @@ final class AdminVerbs {
                 String array = w.option("--array");
                 boolean readOnly = w.flag("--read-only");
                 String serial = w.option("--serial");
+                boolean outside = w.flag(DataFiles.OUTSIDE_FLAG);
                 CryptoConfig crypto = crypto(w);
                 w.end();
+                if (outside && file == null) {
+                    throw new IllegalArgumentException(DataFiles.OUTSIDE_FLAG + " goes with --file");
+                }
                 if ((file == null ? 0 : 1) + (ram == null ? 0 : 1) + (array == null ? 0 : 1) != 1) {
                     throw new IllegalArgumentException("give exactly one of --file PATH, --ram SIZE or --array NAME");
                 }
@@ -179,7 +234,8 @@ final class AdminVerbs {
                     throw new IllegalArgumentException("--size goes with --file (the size of a file to create)");
                 }
                 BackingConfig backing = file != null
-                        ? new BackingConfig(null, config.dataDir().resolve(file).normalize(), size == null ? 0 : size(size, "--size"), false)
+                        ? new BackingConfig(null, files.dataFile(file, outside, "back LUN " + lun + " of " + iqn),
+                                size == null ? 0 : size(size, "--size"), false)
                         : ram != null ? new BackingConfig(null, null, ramSize(ram), true)
                         : new BackingConfig(array, null, 0, false);
                 return changed(live.createLun(iqn, new LunConfig(lun, backing, crypto, new ReadaheadConfig(-1, false),
@@ -299,28 +355,44 @@ final class AdminVerbs {
         }
     }
 
+    /**
+     * Writes the running state to {@code requested}, or without it to the save target: the server's own file, or,
+     * for a server that runs the embedded default, the first file saveconfig wrote ({@code FILE}, else {@value
+     * #DEFAULT_SAVE_NAME} in the data directory), which later saves and autosave then use. Says where it went.
+     */
     private String save(Path requested) throws IOException {
         Path own = config.file();
         boolean ownExists = Files.isRegularFile(own);
-        if (requested == null && !ownExists) {
-            throw new IllegalArgumentException("the server runs " + own + ", which is no file to write; give saveconfig"
-                    + " a FILE (and start the server with --config FILE)");
-        }
-        Path file = requested == null ? own : requested;
+        Path file = (requested != null ? requested : saveTarget != null ? saveTarget
+                : config.dataDir().resolve(DEFAULT_SAVE_NAME)).toAbsolutePath().normalize();
         RunningState state = new RunningState(portals.running(), arrays.running(), live.runningTargets());
         synchronized (ConfigSaver.FILE_LOCK) {   // a finished reshape may rewrite its array's entry meanwhile
             String base;
             try {
-                base = ownExists ? Files.readString(own, StandardCharsets.UTF_8) : DefaultConfig.text();
+                base = ownExists ? Files.readString(own, StandardCharsets.UTF_8)
+                        : saveTarget != null && Files.isRegularFile(saveTarget)
+                        ? Files.readString(saveTarget, StandardCharsets.UTF_8) : DefaultConfig.text();
             } catch (ConfigException e) {
                 throw new IOException(e.getMessage(), e);
             }
+            if (requested == null && saveTarget == null) {
+                Files.createDirectories(file.getParent());   // the data directory's file, for the embedded default
+            }
             ConfigSaver.save(file, base, state, config.dataDir(), Path.of(""));
         }
+        String note = "";
+        if (saveTarget == null) {
+            saveTarget = file;
+            note = "; the server runs the embedded default, so saveconfig without a FILE and autosave write " + file
+                    + " from now on: start the server with --config " + file + " to run it";
+        }
         return "saved " + state.portals().size() + " portals, " + state.arrays().size() + " arrays and "
-                + state.targets().size() + " targets to " + file.toAbsolutePath().normalize()
-                + " atomically (" + ConfigSaver.COMMENTS_NOTE + ")";
+                + state.targets().size() + " targets to " + file
+                + " atomically (" + ConfigSaver.COMMENTS_NOTE + ")" + note;
     }
+
+    /** The file in the data directory that saveconfig writes for a server that runs the embedded default. */
+    static final String DEFAULT_SAVE_NAME = "stripestack.yaml";
 
     private static long size(String text, String what) {
         try {

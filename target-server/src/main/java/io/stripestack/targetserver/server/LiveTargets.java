@@ -14,14 +14,17 @@ import io.stripestack.targetserver.scsi.CopyTargets;
 import io.stripestack.targetserver.scsi.LogicalUnit;
 import io.stripestack.targetserver.scsi.ScsiTarget;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -34,8 +37,9 @@ import org.slf4j.LoggerFactory;
  * changes are serialized (the admin worker is their only caller once the server runs); a change publishes
  * new immutable snapshots to the two places the data path reads without locking: the iSCSI server's target
  * directory (definitions with access list and CHAP, read per login) and each {@link ScsiTarget}'s LUN table
- * (read per command). {@link #runningTargets} returns immutable configurations for saving and listing. The LUN
- * list shared with the status report is a copy-on-write list.
+ * (read per command). {@link #runningTargets} returns immutable configurations for saving and listing. This object
+ * owns the server's list of LUN stacks, a copy-on-write list that the status report, the arrays (to find what
+ * exports an array or uses a file) and the shutdown read through {@link #stacks}.
  */
 final class LiveTargets implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(LiveTargets.class);
@@ -45,9 +49,9 @@ final class LiveTargets implements AutoCloseable {
     private final Map<String, LiveTarget> targets = new LinkedHashMap<>();
     private final LunFactory factory;
     private final LiveArrays arrays;
-    private final List<LunStack> luns;
+    private final List<LunStack> luns = new CopyOnWriteArrayList<>();
     private final ControlRegistry registry;
-    private final Path dataDir;
+    private final DataFiles files;
     private IscsiServer iscsi;
 
     /** One target's running state; guarded by the LiveTargets monitor. */
@@ -65,16 +69,16 @@ final class LiveTargets implements AutoCloseable {
         }
     }
 
-    /**
-     * @param luns the server's list of LUN stacks (a copy-on-write list: the status report reads it at any time);
-     *             this object adds and removes the stacks it builds and deletes
-     */
-    LiveTargets(LunFactory factory, LiveArrays arrays, List<LunStack> luns, ControlRegistry registry, Path dataDir) {
+    LiveTargets(LunFactory factory, LiveArrays arrays, ControlRegistry registry, DataFiles files) {
         this.factory = factory;
         this.arrays = arrays;
-        this.luns = luns;
         this.registry = registry;
-        this.dataDir = dataDir;
+        this.files = files;
+    }
+
+    /** Every LUN's stack, in creation order: a read-only view of a copy-on-write list, readable at any time. */
+    List<LunStack> stacks() {
+        return Collections.unmodifiableList(luns);
     }
 
     // ------------------------------------------------------------------ start-up
@@ -146,7 +150,7 @@ final class LiveTargets implements AutoCloseable {
         if (targets.containsKey(iqn)) {
             throw new IllegalArgumentException("target " + iqn + " exists already; nothing changed");
         }
-        TargetConfig config = new TargetConfig(iqn, alias == null ? "" : alias, List.of(), null, null, List.of());
+        TargetConfig config = TargetConfig.empty(iqn, alias);
         LiveTarget target = new LiveTarget(config, new ScsiTarget(Map.of()), new CopyTargets());
         target.definition = IscsiTargetDefinition.builder(iqn, target.scsi).alias(config.alias()).build();
         iscsi.addTarget(target.definition);
@@ -182,6 +186,10 @@ final class LiveTargets implements AutoCloseable {
             throw new IllegalArgumentException("target " + iqn + " has LUN " + lc.lun() + " already; nothing changed");
         }
         refuseBackingInUse(iqn, lc);
+        Path file = lc.backing().file();
+        boolean fileIsNew = file != null && !Files.exists(file);
+        Path key = lc.crypto() == null ? null : lc.crypto().keyFile();
+        boolean keyIsNew = key != null && !Files.exists(key);
         LunFactory.BuiltLun built = factory.build(iqn, lc, target.copyTargets, false);
         target.scsi.addUnit(lc.lun(), built.unit());
         target.stacks.put(lc.lun(), built.stack());
@@ -191,7 +199,9 @@ final class LiveTargets implements AutoCloseable {
         int sessions = target.scsi.nexuses().size();
         log.info("target {} LUN {} created at run time: {} bytes, {}", iqn, lc.lun(), built.stack().top().size(),
                 built.stack().describe());
-        return "created LUN " + lc.lun() + " of " + iqn + ": " + built.stack().top().size() + " bytes, "
+        return (fileIsNew ? "created " + file + " (" + Files.size(file) + " bytes)\n" : "")
+                + (keyIsNew && Files.exists(key) ? "created the key file " + key + " (mode 0600; back it up)\n" : "")
+                + "created LUN " + lc.lun() + " of " + iqn + ": " + built.stack().top().size() + " bytes, "
                 + built.stack().describe() + (sessions > 0 ? "; " + sessions
                 + " logged-in sessions get REPORTED LUNS DATA HAS CHANGED" : "");
     }
@@ -290,7 +300,7 @@ final class LiveTargets implements AutoCloseable {
         }
         allowed.add(initiator);
         replaceDefinition(target, target.definition.changed().allowedInitiators(allowed));
-        target.config = withAcl(target.config, allowed);
+        target.config = target.config.withAllowedInitiators(allowed);
         // The first entry turns "any initiator" into a list: the others' sessions end, as a removed entry's do.
         int ended = iscsi.endSessions(iqn, name -> !allowed.contains(name));
         return "target " + iqn + " allows " + initiator + (ended > 0 ? "; " + ended
@@ -309,7 +319,7 @@ final class LiveTargets implements AutoCloseable {
                     + " (an empty list allows all); add another initiator first or delete the target; nothing changed");
         }
         replaceDefinition(target, target.definition.changed().allowedInitiators(allowed));
-        target.config = withAcl(target.config, allowed);
+        target.config = target.config.withAllowedInitiators(allowed);
         int ended = iscsi.endSessions(iqn, initiator::equals);
         return "target " + iqn + " no longer allows " + initiator + (ended > 0 ? "; its " + ended
                 + " sessions were logged out" : "");
@@ -324,9 +334,17 @@ final class LiveTargets implements AutoCloseable {
         if (user.isEmpty()) {
             throw new IllegalArgumentException("the CHAP user name is empty");
         }
-        Path file = dataDir.resolve(secretFile).toAbsolutePath().normalize();
+        Path file = files.dataDir().resolve(secretFile).toAbsolutePath().normalize();
+        files.refuseAsSecret(file, "be a CHAP secret");
         char[] secret = ChapSecretFile.read(file);
         try {
+            for (char c : secret) {
+                if (c < 0x20 || c == 0x7f || c == '\uFFFD') {
+                    throw new IllegalArgumentException(file + " holds bytes that are not text (a raw key file?); a CHAP"
+                            + " secret is a line of text of at least " + ChapSecretFile.MIN_LENGTH + " characters;"
+                            + " nothing changed");
+                }
+            }
             IscsiTargetDefinition.Builder b = target.definition.changed();
             if (mutual) {
                 b.mutualChap(user, secret);
@@ -338,8 +356,8 @@ final class LiveTargets implements AutoCloseable {
             Arrays.fill(secret, '\0');
         }
         ChapConfig chap = new ChapConfig(user, new char[0], file);
-        target.config = new TargetConfig(iqn, target.config.alias(), target.config.allowedInitiators(),
-                mutual ? target.config.chap() : chap, mutual ? chap : target.config.mutualChap(), target.config.luns());
+        target.config = target.config.withChap(mutual ? target.config.chap() : chap,
+                mutual ? chap : target.config.mutualChap());
         return "target " + iqn + ": " + (mutual ? "mutual " : "") + "CHAP user " + user + ", secret from " + file
                 + " (sessions logged in already keep running)";
     }
@@ -352,8 +370,7 @@ final class LiveTargets implements AutoCloseable {
         }
         IscsiTargetDefinition.Builder b = target.definition.changed();
         replaceDefinition(target, mutual ? b.noMutualChap() : b.noChap());
-        target.config = new TargetConfig(iqn, target.config.alias(), target.config.allowedInitiators(),
-                mutual ? target.config.chap() : null, null, target.config.luns());
+        target.config = target.config.withChap(mutual ? target.config.chap() : null, null);
         return "target " + iqn + ": " + (mutual ? "mutual CHAP removed" : "CHAP removed (mutual CHAP too)");
     }
 
@@ -380,6 +397,36 @@ final class LiveTargets implements AutoCloseable {
     /** The running targets as configuration (CHAP as user and secret file, no secret), in creation order. */
     synchronized List<TargetConfig> runningTargets() {
         return targets.values().stream().map(t -> t.config).toList();
+    }
+
+    /** The LUNs' key and passphrase files, each with what it is, for {@link DataFiles}. */
+    synchronized Map<Path, String> keyFiles() {
+        Map<Path, String> out = new LinkedHashMap<>();
+        for (LiveTarget t : targets.values()) {
+            for (LunStack s : t.stacks.values()) {
+                var c = s.config().crypto();
+                if (c != null && c.keyFile() != null) {
+                    out.put(c.keyFile(), "the key file of " + s.controlPath());
+                }
+                if (c != null && c.passphraseFile() != null) {
+                    out.put(c.passphraseFile(), "the passphrase file of " + s.controlPath());
+                }
+            }
+        }
+        return out;
+    }
+
+    /** The targets' CHAP secret files, each with what it is, for {@link DataFiles}. */
+    synchronized Map<Path, String> chapFiles() {
+        Map<Path, String> out = new LinkedHashMap<>();
+        for (LiveTarget t : targets.values()) {
+            for (ChapConfig c : new ChapConfig[] {t.config.chap(), t.config.mutualChap()}) {
+                if (c != null && c.secretFile() != null) {
+                    out.put(c.secretFile(), "the CHAP secret file of " + t.config.iqn());
+                }
+            }
+        }
+        return out;
     }
 
     /** The I_T nexuses logged in to each target now. */
@@ -433,8 +480,7 @@ final class LiveTargets implements AutoCloseable {
     }
 
     private static TargetConfig withoutSecrets(TargetConfig tc) {
-        return new TargetConfig(tc.iqn(), tc.alias(), tc.allowedInitiators(), withoutSecret(tc.chap()),
-                withoutSecret(tc.mutualChap()), tc.luns());
+        return tc.withChap(withoutSecret(tc.chap()), withoutSecret(tc.mutualChap()));
     }
 
     private static ChapConfig withoutSecret(ChapConfig c) {
@@ -446,10 +492,10 @@ final class LiveTargets implements AutoCloseable {
         for (LunStack s : stacks.values()) {
             LunConfig lc = s.config();
             boolean readOnly = currentReadOnly(c.iqn(), lc.lun());
-            configs.add(new LunConfig(lc.lun(), lc.backing(), lc.crypto(), lc.readahead(), readOnly, lc.serial()));
+            configs.add(lc.withReadOnly(readOnly));
         }
         configs.sort(Comparator.comparingInt(LunConfig::lun));
-        return new TargetConfig(c.iqn(), c.alias(), c.allowedInitiators(), c.chap(), c.mutualChap(), List.copyOf(configs));
+        return c.withLuns(configs);
     }
 
     private boolean currentReadOnly(String iqn, int lun) {
@@ -457,7 +503,4 @@ final class LiveTargets implements AutoCloseable {
         return unit != null && unit.readOnly();
     }
 
-    private static TargetConfig withAcl(TargetConfig c, List<String> allowed) {
-        return new TargetConfig(c.iqn(), c.alias(), List.copyOf(allowed), c.chap(), c.mutualChap(), c.luns());
-    }
 }

@@ -15,7 +15,8 @@ import java.util.function.ToLongFunction;
  * retried, logins after a lost connection and the target's protocol errors. A member's line stays after the
  * array has failed it, so a member that was lost shows as such.
  *
- * <p>Concurrency: the map is filled before the server serves and not changed afterwards; each device's
+ * <p>Concurrency: the map and its lists are concurrent ({@link LiveArrays#remoteDevices}: an array created,
+ * deleted or given a remote spare at run time changes them); each device's
  * status is a snapshot of its own thread-safe counters, so any admin thread may render at any time.
  */
 final class RemoteMemberReport {
@@ -26,12 +27,9 @@ final class RemoteMemberReport {
         this.byArray = byArray;
     }
 
-    /** One read-only attribute per remote member: {@code ARRAY/remote/N}, its status line. */
-    static void registerControls(ControlRegistry registry, String array, List<RemoteBlockDevice> devices) {
-        for (int i = 0; i < devices.size(); i++) {
-            RemoteBlockDevice d = devices.get(i);
-            registry.register(array + "/remote/" + i, ControlAttribute.readOnly(() -> line(d.status())));
-        }
+    /** The read-only attribute of remote member {@code index} of {@code array}: {@code ARRAY/remote/N}, its status line. */
+    static void registerControl(ControlRegistry registry, String array, int index, RemoteBlockDevice device) {
+        registry.register(array + "/remote/" + index, ControlAttribute.readOnly(() -> line(device.status())));
     }
 
     String render() {

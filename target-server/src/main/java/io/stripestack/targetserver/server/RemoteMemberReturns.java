@@ -23,8 +23,9 @@ import org.slf4j.LoggerFactory;
  * reason (a MEDIUM ERROR on a live connection), or whose target broke the protocol, is left faulty for the
  * operator, as a failing local disk is.
  *
- * <p>Threads: one daemon thread ({@code stripestack-remote-returns}) does all of it; the maps are filled
- * before {@link #start} and not changed afterwards. {@link #close} stops it and waits for a running round.
+ * <p>Threads: one daemon thread ({@code stripestack-remote-returns}) does all of it; the maps are
+ * {@link LiveArrays}' concurrent maps, changed when an array with remote members is created or stopped or
+ * given a remote spare at run time. {@link #close} stops it and waits for a running round.
  */
 final class RemoteMemberReturns implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(RemoteMemberReturns.class);
@@ -39,11 +40,8 @@ final class RemoteMemberReturns implements AutoCloseable {
         this.remoteMembers = remoteMembers;
     }
 
-    /** Starts watching, if any array has remote members. */
+    /** Starts watching (an array with remote members may also come at run time). */
     void start() {
-        if (remoteMembers.values().stream().allMatch(List::isEmpty)) {
-            return;
-        }
         thread = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "stripestack-remote-returns");
             t.setDaemon(true);
@@ -63,6 +61,9 @@ final class RemoteMemberReturns implements AutoCloseable {
     private void reAddReturnedMembers() {
         for (Map.Entry<String, List<RemoteBlockDevice>> e : remoteMembers.entrySet()) {
             Raid5Array array = arrays.get(e.getKey());
+            if (array == null) {
+                continue;   // stopped at run time meanwhile
+            }
             for (Raid5Status.Member m : array.status().members()) {
                 if (m.state() == Raid5Status.MemberState.ACTIVE || m.state() == Raid5Status.MemberState.REBUILDING) {
                     failGivenUp(e.getKey(), array, m, e.getValue());

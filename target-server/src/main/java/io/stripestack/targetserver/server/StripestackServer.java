@@ -24,7 +24,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -46,17 +45,11 @@ public final class StripestackServer implements Closeable {
     private static final Logger log = LoggerFactory.getLogger(StripestackServer.class);
 
     private final StripestackConfig config;
-    /** Read by the status report at any time, changed by the administration: copy on write. */
-    private final List<LunStack> luns = new CopyOnWriteArrayList<>();
     private final ControlRegistry registry = new ControlRegistry();
+    private final DataFiles dataFiles;
     private final LiveArrays liveArrays;
     /** The running arrays (LiveArrays' concurrent map). */
     private final Map<String, Raid5Array> arrays;
-    /**
-     * Each configured array's members and spares on remote targets, for status, metrics and ctl; filled at
-     * start-up only (arrays created at run time have file members, and one with remote members is not stopped).
-     */
-    private final Map<String, List<io.stripestack.remote.RemoteBlockDevice>> remoteMembers = new LinkedHashMap<>();
     private final RemoteMemberReturns remoteReturns;
     /** Set once at start; read by a reshape thread that finishes (a reshape resumed at start may end before). */
     private volatile LiveTargets liveTargets;
@@ -69,9 +62,11 @@ public final class StripestackServer implements Closeable {
 
     private StripestackServer(StripestackConfig config) {
         this.config = config;
-        this.liveArrays = new LiveArrays(luns, registry, config.dataDir(), this::arrayReshaped);
+        this.dataFiles = new DataFiles(config.dataDir(), config.file(), config.server().adminSocket(),
+                () -> liveTargets == null ? Map.of() : liveTargets.keyFiles(), this::chapFiles);
+        this.liveArrays = new LiveArrays(this::luns, registry, dataFiles, this::arrayReshaped);
         this.arrays = liveArrays.arrays();
-        this.remoteReturns = new RemoteMemberReturns(arrays, remoteMembers);
+        this.remoteReturns = new RemoteMemberReturns(arrays, liveArrays.remoteDevices());
         AtomicInteger n = new AtomicInteger();
         this.ioWorkers = Executors.newFixedThreadPool(config.server().ioThreads(), r -> {
             Thread t = new Thread(r, "scsi-io-" + n.incrementAndGet());
@@ -149,23 +144,20 @@ public final class StripestackServer implements Closeable {
 
     private void startAll(boolean force) throws IOException {
         for (ArrayConfig ac : config.arrays().values()) {
-            StackBuilder.OpenedArray opened = liveArrays.openAtStart(ac, force);
-            if (!opened.remoteMembers().isEmpty()) {
-                remoteMembers.put(ac.name(), opened.remoteMembers());
-                RemoteMemberReport.registerControls(registry, ac.name(), opened.remoteMembers());
-            }
+            liveArrays.openAtStart(ac, force);
         }
         remoteReturns.start();
         readaheadBudget = new ReadaheadBudget(config.server().readaheadBudget());
         liveTargets = new LiveTargets(new LunFactory(arrays, liveArrays.createdAtStart(), readaheadBudget), liveArrays,
-                luns, registry, config.dataDir());
+                registry, dataFiles);
         for (TargetConfig tc : config.targets()) {
             liveTargets.addAtStart(tc);
         }
         iscsi = new IscsiServer(settings(config.server()), liveTargets.definitions(), ioWorkers);
         iscsi.start();
         liveTargets.attach(iscsi);
-        AdminVerbs.register(registry, liveArrays, liveTargets, config, new LivePortals(iscsi, config.server().portals()));
+        AdminVerbs.register(registry, liveArrays, liveTargets, config, new LivePortals(iscsi, config.server().portals()),
+                dataFiles);
         for (InetSocketAddress a : iscsi.boundAddresses()) {
             log.info("listening on {}:{}", a.getAddress().getHostAddress(), a.getPort());
         }
@@ -173,9 +165,10 @@ public final class StripestackServer implements Closeable {
             log.info("target {}: e.g. iscsi-ls -s iscsi://{}/  or  iscsiadm -m discovery -t st -p {}", tc.iqn(),
                     portalText(iscsi.boundAddresses().get(0)), portalText(iscsi.boundAddresses().get(0)));
         }
-        StatusReport status = new StatusReport(arrays, luns, iscsi::bufferStats, liveTargets::sessions);
-        MetricsReport metricsReport = new MetricsReport(arrays, luns, iscsi::bufferStats, liveTargets::sessions);
-        RemoteMemberReport remoteReport = new RemoteMemberReport(remoteMembers);
+        StatusReport status = new StatusReport(arrays, liveTargets.stacks(), iscsi::bufferStats, liveTargets::sessions);
+        MetricsReport metricsReport = new MetricsReport(arrays, liveTargets.stacks(), iscsi::bufferStats,
+                liveTargets::sessions);
+        RemoteMemberReport remoteReport = new RemoteMemberReport(liveArrays.remoteDevices());
         registry.setStatusReport(() -> status.render() + remoteReport.render());
         registry.setMetricsReport(() -> metricsReport.render() + remoteReport.prometheus());
         admin = new AdminServer(config.server().adminSocket(), registry);
@@ -266,8 +259,20 @@ public final class StripestackServer implements Closeable {
         return arrays;
     }
 
+    /** The LUN stacks, as {@link LiveTargets} (their one owner) has them now. */
     public List<LunStack> luns() {
-        return luns;
+        LiveTargets targets = liveTargets;
+        return targets == null ? List.of() : targets.stacks();
+    }
+
+    /** The CHAP secret files of the targets and of the arrays' remote members, for {@link DataFiles}. */
+    private Map<Path, String> chapFiles() {
+        Map<Path, String> files = new LinkedHashMap<>(liveArrays.secretFiles());
+        LiveTargets targets = liveTargets;
+        if (targets != null) {
+            files.putAll(targets.chapFiles());
+        }
+        return files;
     }
 
     /** The addresses the iSCSI server listens on (port resolved when configured as 0). */
@@ -311,7 +316,7 @@ public final class StripestackServer implements Closeable {
         }
         // Each layer owns the one below and closes it; closing a LUN's top closes its whole chain, the
         // array included (Raid5Array.close is idempotent: arrays no LUN exports are closed after).
-        for (LunStack lun : luns) {
+        for (LunStack lun : luns()) {
             try {
                 lun.top().flush();
             } catch (IOException e) {

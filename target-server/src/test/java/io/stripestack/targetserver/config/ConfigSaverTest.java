@@ -227,8 +227,39 @@ class ConfigSaverTest {
     /** {@code a} with other member and spare files and chunk, as after a reshape. */
     private static StripestackConfig.ArrayConfig reshaped(StripestackConfig.ArrayConfig a, java.util.List<Path> members,
                                                           java.util.List<Path> spares, int chunk) {
-        return new StripestackConfig.ArrayConfig(a.name(), members, spares, chunk, a.layout(), a.createMemberSize(),
-                a.createSparse(), a.stripeCacheSize(), a.checkParityOnReads(), a.direct(), a.startDirtyDegraded(),
-                a.consistencyPolicy(), a.bitmapChunkBytes(), a.remote());
+        return a.withMembers(members, spares, a.remote()).withChunkBytes(chunk);
+    }
+
+    @Test
+    void anEntryAsTheArrayIsStaysByteForByteAndRemoteMembersAreWrittenAsTheirUrls() throws Exception {
+        Path data = dir.resolve("data");
+        String text = """
+                data_dir: %s
+                arrays:
+                  md0:
+                    members:
+                      - m0.img   # the first
+                      - iscsi://10.0.0.5/iqn.2026-11.io.example:d/1
+                      - m2.img
+                    remote_retry_timeout_seconds: 7
+                targets:
+                  - {iqn: "iqn.2026-11.io.example:a", luns: [{lun: 0, array: md0}]}
+                """.formatted(data);
+        StripestackConfig.ArrayConfig md0 = ConfigLoader.parse("c.yaml", text, Path.of("")).arrays().get("md0");
+        assertEquals(text, ConfigSaver.withArrayShape(text, md0, data), "nothing differs: nothing is rewritten");
+
+        StripestackConfig.RemoteMemberConfig replacement = StripestackConfig.RemoteMemberConfig.of(
+                "iscsi://10.0.0.6/iqn.2026-11.io.example:d/2", null);
+        StripestackConfig.ArrayConfig replaced = md0.withMembers(md0.members(), java.util.List.of(),
+                md0.remote().with(java.util.List.of(replacement), java.util.List.of())).withStripeCacheSize(512);
+        String edited = ConfigSaver.withArrayShape(text, replaced, data);
+        StripestackConfig.ArrayConfig after = ConfigLoader.parse("c.yaml", edited, Path.of("")).arrays().get("md0");
+        assertEquals(md0.members(), after.members(), edited);
+        assertEquals("iscsi://10.0.0.6:3260/iqn.2026-11.io.example:d/2", after.remote().members().get(0).url().toString(),
+                edited);
+        assertEquals(1, after.remote().members().size(), edited);
+        assertEquals(512, after.stripeCacheSize(), edited);
+        assertEquals(java.time.Duration.ofSeconds(7), after.remote().options().retryTimeout(), "other keys kept: " + edited);
+        assertFalse(edited.contains("10.0.0.5"), edited);
     }
 }

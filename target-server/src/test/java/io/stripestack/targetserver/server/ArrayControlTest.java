@@ -118,10 +118,10 @@ class ArrayControlTest {
             Path socket = config.server().adminSocket();
             var top = server.luns().get(0).top();
             top.write(0, ByteBuffer.wrap(data));
-            IOException noSpare = assertThrows(IOException.class, () -> AdminServer.request(socket, "set md0/raid_disks 4"));
+            IOException noSpare = assertThrows(IOException.class, () -> AdminServer.request(socket, "set md0/raid_disks 4 force"));
             assertTrue(noSpare.getMessage().contains("spare"), noSpare.getMessage());
             AdminServer.request(socket, "set md0/add m3.img");
-            AdminServer.request(socket, "set md0/raid_disks 4");
+            AdminServer.request(socket, "set md0/raid_disks 4 force");   // the array keeps a PPL
             assertEquals("4", get(socket, "md0/raid_disks"));
             waitFor(socket, "md0/sync_action", "idle");
             String status = AdminServer.request(socket, "status");
@@ -134,7 +134,7 @@ class ArrayControlTest {
             // the file lists the new member without a saveconfig; a spare added later stays a spare there
             awaitFileContains(file, "members: [\"m0.img\", \"m1.img\", \"m2.img\", \"m3.img\"]");
             AdminServer.request(socket, "set md0/add s0.img");
-            AdminServer.request(socket, "set md0/chunk_size 131072");
+            AdminServer.request(socket, "set md0/chunk_size 131072 force");
             waitFor(socket, "md0/sync_action", "idle");
             awaitFileContains(file, "chunk: 128KiB");
             String text = Files.readString(file);

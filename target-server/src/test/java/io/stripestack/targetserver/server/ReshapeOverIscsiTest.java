@@ -193,19 +193,19 @@ class ReshapeOverIscsiTest {
 
                 AdminServer.request(socket, "set md0/add m3.img");
                 md0Members.add(dir.resolve("m3.img"));
-                reshape(socket, "md0", "set md0/raid_disks 4", plain, encrypted);
+                reshape(socket, "md0", "set md0/raid_disks 4 force", plain, encrypted);
                 assertEquals(3 * DATA_BYTES, capacity(server, 0));
 
                 AdminServer.request(socket, "set md1/add e3.img");
-                reshape(socket, "md1", "set md1/raid_disks 4", plain, encrypted);
+                reshape(socket, "md1", "set md1/raid_disks 4 force", plain, encrypted);
                 assertEquals(encryptedBefore + DATA_BYTES, capacity(server, 1), "the encrypted LUN grows by a member");
 
                 AdminServer.request(socket, "set md0/add m4.img");
                 md0Members.add(dir.resolve("m4.img"));
-                reshape(socket, "md0", "set md0/raid_disks 5", plain, encrypted);
+                reshape(socket, "md0", "set md0/raid_disks 5 force", plain, encrypted);
                 assertEquals(4 * DATA_BYTES, capacity(server, 0));
 
-                reshape(socket, "md0", "set md0/chunk_size 131072", plain, encrypted);
+                reshape(socket, "md0", "set md0/chunk_size 131072 force", plain, encrypted);
                 assertEquals("131072", get(socket, "md0/chunk_size"));
                 String metrics = AdminServer.request(socket, "metrics");
                 assertTrue(metrics.contains("stripestack_array_disks_required{array=\"md0\"} 5\n")
