@@ -9,7 +9,7 @@ import io.stripestack.crypto.PlainModeKeys;
 import io.stripestack.crypto.SectorCipher;
 import io.stripestack.raid5.Raid5Array;
 import io.stripestack.bench.ResultTable.Column;
-import io.stripestack.targetserver.config.Sizes;
+import io.stripestack.blockdev.Sizes;
 import io.stripestack.targetserver.config.StripestackConfig.BackingConfig;
 import io.stripestack.targetserver.config.StripestackConfig.CryptoConfig;
 import io.stripestack.targetserver.config.StripestackConfig.LunConfig;

@@ -1,7 +1,7 @@
 package io.stripestack.bench;
 
 import io.stripestack.crypto.CryptSpec;
-import io.stripestack.targetserver.config.Sizes;
+import io.stripestack.blockdev.Sizes;
 import java.util.ArrayList;
 import java.util.List;
 

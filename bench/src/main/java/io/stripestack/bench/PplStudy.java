@@ -6,7 +6,7 @@ import io.stripestack.raid5.ConsistencyPolicy;
 import io.stripestack.raid5.Raid5Array;
 import io.stripestack.raid5.Raid5Config;
 import io.stripestack.raid5.Raid5Options;
-import io.stripestack.targetserver.config.Sizes;
+import io.stripestack.blockdev.Sizes;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;

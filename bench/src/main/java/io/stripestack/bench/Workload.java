@@ -1,6 +1,6 @@
 package io.stripestack.bench;
 
-import io.stripestack.targetserver.config.Sizes;
+import io.stripestack.blockdev.Sizes;
 
 /**
  * One load pattern for {@link LoadRunner}: what each of {@code queueDepth} threads issues until

@@ -2,7 +2,7 @@ package io.stripestack.bench;
 
 import io.stripestack.raid5.Xor;
 import io.stripestack.bench.ResultTable.Column;
-import io.stripestack.targetserver.config.Sizes;
+import io.stripestack.blockdev.Sizes;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.nio.ByteBuffer;

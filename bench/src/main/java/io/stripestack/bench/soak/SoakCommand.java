@@ -1,7 +1,7 @@
 package io.stripestack.bench.soak;
 
 import io.stripestack.targetserver.config.ConfigLoader;
-import io.stripestack.targetserver.config.Sizes;
+import io.stripestack.blockdev.Sizes;
 import io.stripestack.initiator.InitiatorOptions;
 import io.stripestack.initiator.IscsiInitiator;
 import io.stripestack.initiator.IscsiUrl;

@@ -1,5 +1,6 @@
 package io.stripestack.targetserver.config;
 
+import io.stripestack.blockdev.Sizes;
 import io.stripestack.targetserver.config.StripestackConfig.ArrayConfig;
 import io.stripestack.targetserver.config.StripestackConfig.Portal;
 import io.stripestack.targetserver.config.StripestackConfig.RemoteMemberConfig;

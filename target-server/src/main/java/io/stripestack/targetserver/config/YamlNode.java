@@ -1,5 +1,6 @@
 package io.stripestack.targetserver.config;
 
+import io.stripestack.blockdev.Sizes;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;

@@ -2,7 +2,7 @@ package io.stripestack.targetserver.server;
 
 import io.stripestack.raid5.Raid5Array;
 import io.stripestack.raid5.Raid5Status;
-import io.stripestack.targetserver.config.Sizes;
+import io.stripestack.blockdev.Sizes;
 import io.stripestack.targetserver.config.StripestackConfig.BackingConfig;
 import io.stripestack.targetserver.config.StripestackConfig.ChapConfig;
 import io.stripestack.targetserver.config.StripestackConfig.LunConfig;

@@ -5,7 +5,7 @@ import io.stripestack.targetserver.config.ConfigException;
 import io.stripestack.targetserver.config.ConfigLoader;
 import io.stripestack.targetserver.config.ConfigSaver;
 import io.stripestack.targetserver.config.RunningState;
-import io.stripestack.targetserver.config.Sizes;
+import io.stripestack.blockdev.Sizes;
 import io.stripestack.targetserver.config.StripestackConfig;
 import io.stripestack.targetserver.config.StripestackConfig.ArrayConfig;
 import io.stripestack.targetserver.config.StripestackConfig.RemoteMemberConfig;

@@ -10,7 +10,7 @@ import io.stripestack.raid5.Raid5Status;
 import io.stripestack.remote.RemoteBlockDevice;
 import io.stripestack.remote.RemoteEndpoint;
 import io.stripestack.remote.RemoteMemberOptions;
-import io.stripestack.targetserver.config.Sizes;
+import io.stripestack.blockdev.Sizes;
 import io.stripestack.targetserver.config.StripestackConfig.ArrayConfig;
 import io.stripestack.targetserver.config.StripestackConfig.RemoteMemberConfig;
 import io.stripestack.targetserver.control.ControlRegistry;

@@ -1,5 +1,6 @@
 package io.stripestack.targetserver.config;
 
+import io.stripestack.blockdev.Sizes;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;

@@ -1,4 +1,4 @@
-package io.stripestack.targetserver.config;
+package io.stripestack.blockdev;
 
 import java.util.Locale;
 
