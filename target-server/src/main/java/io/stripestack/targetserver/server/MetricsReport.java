@@ -186,27 +186,15 @@ final class MetricsReport {
                         "array", e.getKey(), "action", action);
             }
         }
-        text.family("stripestack_array_sync_completed_bytes", GAUGE,
-                "Bytes of each member the running sync action has processed (md's sync_completed); 0 when idle.");
-        for (Map.Entry<String, SyncProgress> e : sync.entrySet()) {
-            SyncProgress p = e.getValue();
-            text.sample("stripestack_array_sync_completed_bytes", p.running() ? p.doneSectors() * 512 : 0,
-                    "array", e.getKey());
-        }
-        text.family("stripestack_array_sync_size_bytes", GAUGE,
-                "Bytes of each member the running sync action covers; 0 when idle.");
-        for (Map.Entry<String, SyncProgress> e : sync.entrySet()) {
-            SyncProgress p = e.getValue();
-            text.sample("stripestack_array_sync_size_bytes", p.running() ? p.totalSectors() * 512 : 0,
-                    "array", e.getKey());
-        }
-        text.family("stripestack_array_sync_speed_bytes_per_second", GAUGE,
-                "Recent speed of the running sync action in bytes of member data per second (md's sync_speed).");
-        for (Map.Entry<String, SyncProgress> e : sync.entrySet()) {
-            SyncProgress p = e.getValue();
-            text.sample("stripestack_array_sync_speed_bytes_per_second", p.running() ? p.speedKiBps() * 1024 : 0,
-                    "array", e.getKey());
-        }
+        arrayGauge(text, sync, "stripestack_array_sync_completed_bytes",
+                "Bytes of each member the running sync action has processed (md's sync_completed); 0 when idle.",
+                p -> p.running() ? p.doneSectors() * 512 : 0);
+        arrayGauge(text, sync, "stripestack_array_sync_size_bytes",
+                "Bytes of each member the running sync action covers; 0 when idle.",
+                p -> p.running() ? p.totalSectors() * 512 : 0);
+        arrayGauge(text, sync, "stripestack_array_sync_speed_bytes_per_second",
+                "Recent speed of the running sync action in bytes of member data per second (md's sync_speed).",
+                p -> p.running() ? p.speedKiBps() * 1024 : 0);
         arrayGauge(text, arrays, "stripestack_array_mismatch_bytes",
                 "Bytes the last check or repair found inconsistent (md's mismatch_cnt times 512).",
                 a -> a.mismatchCount() * 512);
@@ -232,10 +220,11 @@ final class MetricsReport {
         return n;
     }
 
-    private static void arrayGauge(PrometheusText text, Map<String, Raid5Array> arrays, String family, String help,
-            ToLongFunction<Raid5Array> value) {
+    /** A gauge with one sample per array, read from what {@code arrays} holds for it (the array, its sync...). */
+    private static <T> void arrayGauge(PrometheusText text, Map<String, T> arrays, String family, String help,
+            ToLongFunction<T> value) {
         text.family(family, GAUGE, help);
-        for (Map.Entry<String, Raid5Array> e : arrays.entrySet()) {
+        for (Map.Entry<String, T> e : arrays.entrySet()) {
             text.sample(family, value.applyAsLong(e.getValue()), "array", e.getKey());
         }
     }
