@@ -47,6 +47,8 @@ final class CallerContext {
     /** Set when this thread, holding a partial row, was interrupted; re-asserted after its member I/O. */
     boolean interruptedWhileHolding;
     int[] pieceChunk = new int[16];
+    /** The chunk walk of this thread's reads and row updates (one walk at a time). */
+    final StripeGeometry.Pieces walk = new StripeGeometry.Pieces();
     /** Every block of a chunk set. */
     final long[] allBlocks;
     /** The per-chunk writes of zeros one discard of a row turns into. */

@@ -28,6 +28,8 @@ final class NewGeometryIo {
     private final Xor xor;
     private final Object[] rowLocks = new Object[ROW_LOCKS];
     private final ThreadLocal<RowBuffers> buffers;
+    /** Each thread's chunk walk, apart from its row buffers so that a reader allocates no row. */
+    private final ThreadLocal<StripeGeometry.Pieces> walks = ThreadLocal.withInitial(StripeGeometry.Pieces::new);
 
     /** Per-thread scratch of one row: its data chunks, then its parity chunk. */
     private static final class RowBuffers {
@@ -62,16 +64,10 @@ final class NewGeometryIo {
 
     /** Reads {@code length} array bytes at {@code offset} into {@code dst} from {@code dstIndex}. */
     void read(long offset, ByteBuffer dst, int dstIndex, int length) throws IOException {
-        while (length > 0) {
-            long row = offset / geo.rowBytes;
-            int inRow = (int) (offset % geo.rowBytes);
-            int index = inRow >>> geo.chunkShift;
-            int inChunk = inRow & (geo.chunk - 1);
-            int n = Math.min(length, geo.chunk - inChunk);
-            devices[geo.dataMember(row, index)].read(geo.memberOffset(row) + inChunk, dst.slice(dstIndex, n));
-            offset += n;
-            dstIndex += n;
-            length -= n;
+        StripeGeometry.Pieces p = geo.pieces(walks.get(), offset, length);
+        while (p.next()) {
+            devices[geo.dataMember(p.row, p.index)].read(geo.memberOffset(p.row) + p.inChunk,
+                    dst.slice(dstIndex + p.done, p.length));
         }
     }
 
@@ -103,8 +99,6 @@ final class NewGeometryIo {
     private void updateRow(long row, int inRow, ByteBuffer src, int srcIndex, int n) throws IOException {
         RowBuffers b = buffers.get();
         ByteBuffer buf = b.row;
-        int first = inRow >>> geo.chunkShift;
-        int last = (inRow + n - 1) >>> geo.chunkShift;
         if (n < geo.rowBytes) {
             read(row * geo.rowBytes, buf, 0, geo.rowBytes);
         }
@@ -116,8 +110,10 @@ final class NewGeometryIo {
             }
         }
         xor.xorAssign(buf, geo.rowBytes, b.sources, b.sourceIndex, geo.dataDisks, geo.chunk);
-        for (int index = first; index <= last; index++) {
-            devices[geo.dataMember(row, index)].write(geo.memberOffset(row), buf.slice(index * geo.chunk, geo.chunk));
+        StripeGeometry.Pieces p = geo.pieces(walks.get(), row * geo.rowBytes + inRow, n);
+        while (p.next()) {
+            devices[geo.dataMember(row, p.index)].write(geo.memberOffset(row),
+                    buf.slice(p.index * geo.chunk, geo.chunk));
         }
         devices[geo.parityMember(row)].write(geo.memberOffset(row), buf.slice(geo.rowBytes, geo.chunk));
     }

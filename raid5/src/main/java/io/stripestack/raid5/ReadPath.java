@@ -72,24 +72,15 @@ final class ReadPath {
             long recovered = members.recoveredRows;
             MemberIoExecutor.Batch batch = io.batch();
             boolean degraded = false;
-            long pos = offset;
-            int di = dstIndex;
-            int left = length;
-            while (left > 0) {
-                long chunkNo = pos >>> geo.chunkShift;
-                int inChunk = (int) (pos & (geo.chunk - 1));
-                int len = Math.min(left, geo.chunk - inChunk);
-                long row = chunkNo / geo.dataDisks;
-                int member = geo.dataMember(row, (int) (chunkNo - row * geo.dataDisks));
-                if (member != MemberSet.missingIn(row, failedNow, recovered)) {
-                    batch.add(member, members.roles[member].device, geo.memberOffset(row) + inChunk,
-                            dst.slice(di, len), false);
+            StripeGeometry.Pieces p = geo.pieces(writes.context().walk, offset, length);
+            while (p.next()) {
+                int member = geo.dataMember(p.row, p.index);
+                if (member != MemberSet.missingIn(p.row, failedNow, recovered)) {
+                    batch.add(member, members.roles[member].device, geo.memberOffset(p.row) + p.inChunk,
+                            dst.slice(dstIndex + p.done, p.length), false);
                 } else {
                     degraded = true;
                 }
-                pos += len;
-                di += len;
-                left -= len;
             }
             batch.run();
             try {
@@ -155,23 +146,15 @@ final class ReadPath {
     /** Rebuilds, from the other members, every piece of the range that lies on the row's missing member. */
     private void rebuildMissingPieces(long offset, ByteBuffer dst, int dstIndex, int length, int failedNow,
                                       long recovered) throws IOException {
-        long pos = offset;
-        int di = dstIndex;
-        int left = length;
-        while (left > 0) {
-            long chunkNo = pos >>> geo.chunkShift;
-            int inChunk = (int) (pos & (geo.chunk - 1));
-            int len = Math.min(left, geo.chunk - inChunk);
-            long row = chunkNo / geo.dataDisks;
-            int member = geo.dataMember(row, (int) (chunkNo - row * geo.dataDisks));
-            if (member == MemberSet.missingIn(row, failedNow, recovered)) {
-                members.checkUsable(pos, false);
-                rebuild(row, member, inChunk, dst.slice(di, len).order(NATIVE), len, pos);
+        StripeGeometry.Pieces p = geo.pieces(writes.context().walk, offset, length);
+        while (p.next()) {
+            int member = geo.dataMember(p.row, p.index);
+            if (member == MemberSet.missingIn(p.row, failedNow, recovered)) {
+                members.checkUsable(p.offset, false);
+                rebuild(p.row, member, p.inChunk, dst.slice(dstIndex + p.done, p.length).order(NATIVE), p.length,
+                        p.offset);
                 degradedReads.increment();
             }
-            pos += len;
-            di += len;
-            left -= len;
         }
     }
 

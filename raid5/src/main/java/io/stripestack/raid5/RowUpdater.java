@@ -161,15 +161,11 @@ final class RowUpdater {
         MemberIoExecutor.Batch writes = io.batch();
         long memberOffset = geo.memberOffset(row);
         for (int k = 0; k < count; k++) {
-            RowWrite w = batch[k];
-            for (int pos = w.inRow, end = w.inRow + w.length; pos < end; ) {
-                int index = pos >>> geo.chunkShift;
-                int inChunk = pos & (geo.chunk - 1);
-                int len = Math.min(end - pos, geo.chunk - inChunk);
-                int m = geo.dataMember(row, index);
-                writes.add(m, members.roles[m].device, memberOffset + inChunk, views[k].slice(pos - w.inRow, len),
+            StripeGeometry.Pieces p = pieces(batch[k], ctx.walk);
+            while (p.next()) {
+                int m = geo.dataMember(row, p.index);
+                writes.add(m, members.roles[m].device, memberOffset + p.inChunk, views[k].slice(p.done, p.length),
                         true);
-                pos += len;
             }
             views[k] = null;
         }
@@ -218,7 +214,7 @@ final class RowUpdater {
             }
             Bits.clear(columns);
             for (int k = 0; k < count; k++) {
-                markWritten(batch[k], written, columns);
+                markWritten(batch[k], written, columns, ctx.walk);
             }
             int firstWritten = 0;
             int lastWritten = geo.dataDisks - 1;
@@ -256,7 +252,7 @@ final class RowUpdater {
                 xorWrittenIntoParity(e, ctx);
             }
             for (int k = 0; k < count; k++) {
-                copyIntoEntry(batch[k], e);
+                copyIntoEntry(batch[k], e, ctx.walk);
             }
             if (readModifyWrite) {
                 xorWrittenIntoParity(e, ctx);
@@ -324,30 +320,23 @@ final class RowUpdater {
         cache.release(e, keep);
     }
 
-    private void markWritten(RowWrite w, long[][] written, long[] columns) {
-        int pos = w.inRow;
-        int end = w.inRow + w.length;
-        while (pos < end) {
-            int index = pos >>> geo.chunkShift;
-            int inChunk = pos & (geo.chunk - 1);
-            int len = Math.min(end - pos, geo.chunk - inChunk);
-            Bits.setRange(written[index], inChunk / BLOCK, (inChunk + len) / BLOCK);
-            Bits.setRange(columns, inChunk / BLOCK, (inChunk + len) / BLOCK);
-            pos += len;
+    /** Points {@code cursor} at the chunk pieces of one row write. */
+    private StripeGeometry.Pieces pieces(RowWrite w, StripeGeometry.Pieces cursor) {
+        return geo.pieces(cursor, w.row * geo.rowBytes + w.inRow, w.length);
+    }
+
+    private void markWritten(RowWrite w, long[][] written, long[] columns, StripeGeometry.Pieces cursor) {
+        StripeGeometry.Pieces p = pieces(w, cursor);
+        while (p.next()) {
+            Bits.setRange(written[p.index], p.inChunk / BLOCK, (p.inChunk + p.length) / BLOCK);
+            Bits.setRange(columns, p.inChunk / BLOCK, (p.inChunk + p.length) / BLOCK);
         }
     }
 
-    private void copyIntoEntry(RowWrite w, StripeCache.Entry e) {
-        int pos = w.inRow;
-        int end = w.inRow + w.length;
-        int si = w.srcIndex;
-        while (pos < end) {
-            int index = pos >>> geo.chunkShift;
-            int inChunk = pos & (geo.chunk - 1);
-            int len = Math.min(end - pos, geo.chunk - inChunk);
-            e.chunk(index).put(inChunk, w.src, si, len);
-            pos += len;
-            si += len;
+    private void copyIntoEntry(RowWrite w, StripeCache.Entry e, StripeGeometry.Pieces cursor) {
+        StripeGeometry.Pieces p = pieces(w, cursor);
+        while (p.next()) {
+            e.chunk(p.index).put(p.inChunk, w.src, w.srcIndex + p.done, p.length);
         }
     }
 

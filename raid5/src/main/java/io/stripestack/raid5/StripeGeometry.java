@@ -92,4 +92,56 @@ final class StripeGeometry {
     long memberBytes() {
         return dataOffset + rows * chunk;
     }
+
+    /**
+     * Points {@code cursor} at the array range {@code [offset, offset + length)} of this geometry; each
+     * {@link Pieces#next()} then moves it to the next piece of the range that lies in one chunk.
+     */
+    Pieces pieces(Pieces cursor, long offset, long length) {
+        cursor.geo = this;
+        cursor.start = offset;
+        cursor.next = offset;
+        cursor.end = offset + length;
+        return cursor;
+    }
+
+    /**
+     * A reusable cursor over the pieces of an array range, one chunk's part at a time, in array order:
+     * the request's chunk walk written once, without an object per piece. Not thread-safe: each thread
+     * owns its own (a {@link CallerContext}'s, or a per-thread scratch).
+     */
+    static final class Pieces {
+        private StripeGeometry geo;
+        private long start;
+        private long next;
+        private long end;
+        /** The current piece's array offset. */
+        long offset;
+        /** Its row. */
+        long row;
+        /** Its data chunk index in the row (not the member: see {@link StripeGeometry#dataMember}). */
+        int index;
+        /** Its byte within the chunk, hence on the member after {@link StripeGeometry#memberOffset}. */
+        int inChunk;
+        /** Its bytes. */
+        int length;
+        /** Bytes of the range before it: its index in the caller's buffer, relative to the range start. */
+        int done;
+
+        /** Moves to the next piece; false when the range is exhausted. */
+        boolean next() {
+            if (next >= end) {
+                return false;
+            }
+            offset = next;
+            done = (int) (offset - start);
+            long chunkNo = offset >>> geo.chunkShift;
+            inChunk = (int) (offset & (geo.chunk - 1));
+            length = (int) Math.min(end - offset, geo.chunk - inChunk);
+            row = chunkNo / geo.dataDisks;
+            index = (int) (chunkNo - row * geo.dataDisks);
+            next = offset + length;
+            return true;
+        }
+    }
 }
