@@ -1,6 +1,7 @@
 package io.stripestack.targetserver.server;
 
 import io.stripestack.blockdev.BlockDevice;
+import io.stripestack.raid5.ArrayExport;
 import io.stripestack.raid5.Raid5Array;
 import io.stripestack.readahead.ReadaheadBudget;
 import io.stripestack.targetserver.config.StripestackConfig.LunConfig;

@@ -3,6 +3,7 @@ package io.stripestack.targetserver.server;
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.readahead.ReadaheadBlockDevice;
 import io.stripestack.crypto.CryptoBlockDevice;
+import io.stripestack.raid5.ArrayExport;
 import io.stripestack.raid5.Raid5Array;
 import io.stripestack.targetserver.config.StripestackConfig.LunConfig;
 import java.util.ArrayList;

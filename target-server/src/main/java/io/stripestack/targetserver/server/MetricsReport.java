@@ -5,6 +5,7 @@ import static io.stripestack.targetserver.server.PrometheusText.GAUGE;
 
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.IoStats;
+import io.stripestack.raid5.ArrayExport;
 import io.stripestack.raid5.ConsistencyPolicy;
 import io.stripestack.raid5.Raid5Array;
 import io.stripestack.raid5.Raid5Status;

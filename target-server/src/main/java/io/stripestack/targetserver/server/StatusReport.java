@@ -2,6 +2,7 @@ package io.stripestack.targetserver.server;
 
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.IoStats;
+import io.stripestack.raid5.ArrayExport;
 import io.stripestack.raid5.Raid5Array;
 import io.stripestack.targetserver.iscsi.BufferStats;
 import io.stripestack.targetserver.iscsi.DataInStats;
