@@ -61,7 +61,7 @@ wait_port() {
   echo "bench-writes-iscsi: nothing listens on 127.0.0.1:$port after $1 s (logs in $dir)" >&2; return 1
 }
 
-# The RAID layer's counters of the LUN, as the Prometheus endpoint lists them: name value, one a line.
+# The RAID layer's counters (stripestack_array_<name>_total on the Prometheus endpoint): name value, one a line.
 counters() {
   python3 - "$mport" <<'PY'
 import sys, urllib.request
@@ -69,8 +69,8 @@ text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout
 for name in ("full_stripe_writes", "rmw_writes", "reconstruct_writes", "member_prereads"):
     total = 0
     for line in text.splitlines():
-        if line.startswith("stripestack_device_counter{") and 'layer="raid5"' in line and f'counter="{name}"' in line:
-            total += int(line.rsplit(" ", 1)[1])
+        if line.startswith(f"stripestack_array_{name}_total{{"):
+            total += int(float(line.rsplit(" ", 1)[1]))
     print(name, total)
 PY
 }
