@@ -1,6 +1,7 @@
 package io.stripestack.blockdev;
 
 import com.sun.nio.file.ExtendedOpenOption;
+import io.stripestack.secrets.FilePermissions;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;

@@ -1,6 +1,6 @@
 package io.stripestack.crypto;
 
-import io.stripestack.blockdev.FilePermissions;
+import io.stripestack.secrets.FilePermissions;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;

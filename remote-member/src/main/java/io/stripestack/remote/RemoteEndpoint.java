@@ -1,9 +1,9 @@
 package io.stripestack.remote;
 
-import io.stripestack.blockdev.ChapSecretFile;
 import io.stripestack.initiator.InitiatorOptions;
 import io.stripestack.initiator.IscsiInitiator;
 import io.stripestack.initiator.IscsiUrl;
+import io.stripestack.secrets.ChapSecretFile;
 import java.io.IOException;
 import java.nio.file.Path;
 

@@ -185,7 +185,7 @@ class RemoteBlockDeviceTgtdTest {
 
     @Test
     void chapWithTheSecretFromAFileAlsoAtEveryReconnect() throws Exception {
-        Path secret = io.stripestack.blockdev.FilePermissions.createPrivate(dir.resolve("member.chap"));
+        Path secret = io.stripestack.secrets.FilePermissions.createPrivate(dir.resolve("member.chap"));
         Files.writeString(secret, "member-secret-0123\n");
         try (Tgtd tgtd = Tgtd.start(dir.resolve("tgt"), 1, LUN_BYTES)) {
             tgtd.requireChap("gateway", "member-secret-0123");

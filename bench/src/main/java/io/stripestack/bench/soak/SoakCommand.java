@@ -1,11 +1,11 @@
 package io.stripestack.bench.soak;
 
+import io.stripestack.secrets.FilePermissions;
 import io.stripestack.targetserver.config.ConfigLoader;
 import io.stripestack.blockdev.Sizes;
 import io.stripestack.initiator.InitiatorOptions;
 import io.stripestack.initiator.IscsiInitiator;
 import io.stripestack.initiator.IscsiUrl;
-import io.stripestack.blockdev.FilePermissions;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;

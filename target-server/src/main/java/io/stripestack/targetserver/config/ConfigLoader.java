@@ -1,6 +1,7 @@
 package io.stripestack.targetserver.config;
 
 import io.stripestack.blockdev.Sizes;
+import io.stripestack.secrets.ChapSecretFile;
 import io.stripestack.targetserver.config.StripestackConfig.ArrayConfig;
 import io.stripestack.targetserver.config.StripestackConfig.BackingConfig;
 import io.stripestack.targetserver.config.StripestackConfig.ChapConfig;
@@ -10,7 +11,6 @@ import io.stripestack.targetserver.config.StripestackConfig.Portal;
 import io.stripestack.targetserver.config.StripestackConfig.ReadaheadConfig;
 import io.stripestack.targetserver.config.StripestackConfig.ServerConfig;
 import io.stripestack.targetserver.config.StripestackConfig.TargetConfig;
-import io.stripestack.blockdev.ChapSecretFile;
 import io.stripestack.raid5.ConsistencyPolicy;
 import io.stripestack.raid5.Raid5Config;
 import java.io.IOException;

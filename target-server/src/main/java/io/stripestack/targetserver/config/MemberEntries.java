@@ -1,8 +1,8 @@
 package io.stripestack.targetserver.config;
 
-import io.stripestack.blockdev.ChapSecretFile;
 import io.stripestack.initiator.Digest;
 import io.stripestack.remote.RemoteMemberOptions;
+import io.stripestack.secrets.ChapSecretFile;
 import io.stripestack.targetserver.config.StripestackConfig.RemoteMemberConfig;
 import io.stripestack.targetserver.config.StripestackConfig.RemoteMembersConfig;
 import java.io.IOException;

@@ -1,7 +1,7 @@
 package io.stripestack.targetserver.server;
 
-import io.stripestack.blockdev.ChapSecretFile;
 import io.stripestack.raid5.Raid5Array;
+import io.stripestack.secrets.ChapSecretFile;
 import io.stripestack.targetserver.config.IscsiNames;
 import io.stripestack.targetserver.config.StripestackConfig.ChapConfig;
 import io.stripestack.targetserver.config.StripestackConfig.LunConfig;

@@ -6,8 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.stripestack.blockdev.FilePermissions;
 import io.stripestack.initiator.Digest;
+import io.stripestack.secrets.FilePermissions;
 import io.stripestack.targetserver.config.StripestackConfig.ArrayConfig;
 import io.stripestack.targetserver.config.StripestackConfig.RemoteMemberConfig;
 import java.nio.file.Files;

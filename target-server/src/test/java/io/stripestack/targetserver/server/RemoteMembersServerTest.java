@@ -5,12 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.stripestack.blockdev.FilePermissions;
 import io.stripestack.crypto.CryptSpec;
 import io.stripestack.crypto.SectorCipher;
 import io.stripestack.initiator.InitiatorOptions;
 import io.stripestack.initiator.IscsiInitiator;
 import io.stripestack.initiator.IscsiUrl;
+import io.stripestack.secrets.FilePermissions;
 import io.stripestack.targetserver.config.ConfigLoader;
 import io.stripestack.targetserver.config.StripestackConfig;
 import io.stripestack.targetserver.control.AdminServer;

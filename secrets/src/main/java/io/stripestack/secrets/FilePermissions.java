@@ -1,4 +1,4 @@
-package io.stripestack.blockdev;
+package io.stripestack.secrets;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -6,6 +6,7 @@ import java.nio.file.Path;
 import java.nio.file.attribute.PosixFileAttributeView;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Collections;
 import java.util.EnumSet;
 import java.util.Set;
 
@@ -16,8 +17,9 @@ import java.util.Set;
  * nothing to judge and every check passes.
  */
 public final class FilePermissions {
-    static final Set<PosixFilePermission> OWNER_READ_WRITE = EnumSet.of(PosixFilePermission.OWNER_READ,
-            PosixFilePermission.OWNER_WRITE);
+    /** rw------- (0600): the mode of every file the server creates, data or secret. */
+    public static final Set<PosixFilePermission> OWNER_READ_WRITE = Collections.unmodifiableSet(
+            EnumSet.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE));
     private static final Set<PosixFilePermission> GROUP_AND_OTHERS = EnumSet.of(PosixFilePermission.GROUP_READ,
             PosixFilePermission.GROUP_WRITE, PosixFilePermission.GROUP_EXECUTE, PosixFilePermission.OTHERS_READ,
             PosixFilePermission.OTHERS_WRITE, PosixFilePermission.OTHERS_EXECUTE);

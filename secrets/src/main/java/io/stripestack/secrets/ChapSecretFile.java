@@ -1,4 +1,4 @@
-package io.stripestack.blockdev;
+package io.stripestack.secrets;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
