@@ -1,6 +1,6 @@
 package io.stripestack.bench.soak;
 
-import io.stripestack.secrets.FilePermissions;
+import io.stripestack.secrets.ChapSecretFile;
 import io.stripestack.targetserver.config.ConfigLoader;
 import io.stripestack.blockdev.Sizes;
 import io.stripestack.initiator.InitiatorOptions;
@@ -8,11 +8,8 @@ import io.stripestack.initiator.IscsiInitiator;
 import io.stripestack.initiator.IscsiUrl;
 import java.io.IOException;
 import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -178,14 +175,7 @@ public final class SoakCommand implements Callable<Integer> {
         IscsiUrl url = IscsiUrl.parse(target.url);
         char[] secret = url.chapSecret();
         if (chapSecretFile != null) {
-            FilePermissions.requirePrivate(chapSecretFile, "CHAP secret file",
-                    "anyone who can read it can log in as this initiator");
-            byte[] bytes = Files.readAllBytes(chapSecretFile);
-            try {
-                secret = new String(bytes, StandardCharsets.UTF_8).strip().toCharArray();
-            } finally {
-                Arrays.fill(bytes, (byte) 0);
-            }
+            secret = ChapSecretFile.read(chapSecretFile);
         }
         if (url.chapUser() != null && secret == null) {
             throw new IllegalArgumentException("the URL names CHAP user " + url.chapUser() + " but no secret: give"
