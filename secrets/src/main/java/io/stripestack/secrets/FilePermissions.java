@@ -47,11 +47,15 @@ public final class FilePermissions {
 
     /**
      * Creates a new, empty file that only its owner may read and write: a secret written into it is never
-     * readable by others, as it would be between writing a file and a chmod.
+     * readable by others, as it would be between writing a file and a chmod. On a file system without POSIX
+     * permissions the file is created with its defaults.
      *
      * @throws java.nio.file.FileAlreadyExistsException if {@code file} exists (its permissions are not this call's)
      */
     public static Path createPrivate(Path file) throws IOException {
+        if (!file.getFileSystem().supportedFileAttributeViews().contains("posix")) {
+            return Files.createFile(file);
+        }
         return Files.createFile(file, PosixFilePermissions.asFileAttribute(OWNER_READ_WRITE));
     }
 

@@ -2,13 +2,13 @@ package io.stripestack.crypto.luks;
 
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.blockdev.FileBlockDevice;
+import io.stripestack.secrets.FilePermissions;
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
-import java.nio.file.FileSystems;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -218,12 +218,7 @@ public abstract sealed class LuksHeader implements Closeable permits Luks1Header
             throw new FileAlreadyExistsException(file.toString(), null,
                     "header backup file exists; choose a new name (a backup is never overwritten)");
         }
-        boolean posix = FileSystems.getDefault().supportedFileAttributeViews().contains("posix");
-        if (posix) {
-            Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
-        } else {
-            Files.createFile(file);
-        }
+        FilePermissions.createPrivate(file);
         long total = headerAreaBytes();
         try (FileChannel out = FileChannel.open(file, StandardOpenOption.WRITE)) {
             int chunk = 1 << 20;
@@ -235,7 +230,7 @@ public abstract sealed class LuksHeader implements Closeable permits Luks1Header
             }
             out.force(true);
         }
-        if (posix) {
+        if (file.getFileSystem().supportedFileAttributeViews().contains("posix")) {
             Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("r--------"));
         }
     }
