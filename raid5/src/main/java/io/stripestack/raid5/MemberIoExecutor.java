@@ -139,6 +139,23 @@ public final class MemberIoExecutor implements AutoCloseable {
             owner = null;
         }
 
+        /**
+         * Runs every piece as {@link #run} does, then clears the batch; throws the first failed piece's error, for a
+         * caller whose request fails as a whole when any member I/O fails (no repair from parity).
+         */
+        public void runThrowingFirstError() throws IOException {
+            try {
+                run();
+                for (int i = 0; i < count; i++) {
+                    if (error[i] != null) {
+                        throw error[i];
+                    }
+                }
+            } finally {
+                clear();
+            }
+        }
+
         private void execute(int i) {
             try {
                 if (write[i]) {
@@ -163,7 +180,7 @@ public final class MemberIoExecutor implements AutoCloseable {
             return member[i];
         }
 
-        public IOException error(int i) {
+        IOException error(int i) {
             return error[i];
         }
 

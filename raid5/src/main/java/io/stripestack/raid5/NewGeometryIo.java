@@ -146,15 +146,6 @@ final class NewGeometryIo {
             batch.add(member, devices[member], memberOffset, parity.slice(k * geo.chunk, geo.chunk), true);
         }
         Arrays.fill(sources, null);
-        try {
-            batch.run();
-            for (int i = 0; i < batch.size(); i++) {
-                if (batch.error(i) != null) {
-                    throw batch.error(i);
-                }
-            }
-        } finally {
-            batch.clear();
-        }
+        batch.runThrowingFirstError();
     }
 }

@@ -108,16 +108,7 @@ public final class Raid0Array extends MeteredBlockDevice {
             index += len;
             left -= len;
         }
-        try {
-            batch.run();
-            for (int i = 0; i < batch.size(); i++) {
-                if (batch.error(i) != null) {
-                    throw batch.error(i);
-                }
-            }
-        } finally {
-            batch.clear();
-        }
+        batch.runThrowingFirstError();
         buf.position(buf.limit());
     }
 
