@@ -154,13 +154,7 @@ final class SbcCommands {
     }
 
     void write(ScsiCommand cmd, long lba, long blocks, int lengthByte, boolean fua) {
-        checkWritable();
-        int bytes = checkTransfer(lba, blocks, lengthByte);
-        cmd.setCommandTransferLength(bytes);
-        int toWrite = writableBytes(cmd, bytes);
-        if (toWrite > 0) {
-            ByteBuf data = cmd.dataOut();
-            writeShared(cmd, lba, toWrite / blockSize, data, data.readerIndex(), toWrite);
+        if (writeDataOut(cmd, lba, blocks, lengthByte) > 0) {
             flushIfWriteThrough(fua);
         }
         cmd.complete(null);
@@ -168,6 +162,21 @@ final class SbcCommands {
 
     void writeAndVerify(ScsiCommand cmd, byte[] cdb, long lba, long blocks, int lengthByte) {
         checkNoProtection(cdb);
+        int written = writeDataOut(cmd, lba, blocks, lengthByte);
+        if (written > 0) {
+            // Verification must see the medium, not a volatile cache: flush first, then read back and compare.
+            flush();
+            ByteBuf data = cmd.dataOut();
+            compareWithMedium(cmd, lba, written / blockSize, data, data.readerIndex());
+        }
+        cmd.complete(null);
+    }
+
+    /**
+     * The part every WRITE shares: checks the unit and the transfer, then stores the Data-Out's
+     * {@link #writableBytes} at {@code lba}; returns how many bytes it wrote (0: none).
+     */
+    private int writeDataOut(ScsiCommand cmd, long lba, long blocks, int lengthByte) {
         checkWritable();
         int bytes = checkTransfer(lba, blocks, lengthByte);
         cmd.setCommandTransferLength(bytes);
@@ -175,11 +184,8 @@ final class SbcCommands {
         if (toWrite > 0) {
             ByteBuf data = cmd.dataOut();
             writeShared(cmd, lba, toWrite / blockSize, data, data.readerIndex(), toWrite);
-            // Verification must see the medium, not a volatile cache: flush first, then read back and compare.
-            flush();
-            compareWithMedium(cmd, lba, toWrite / blockSize, data, data.readerIndex());
         }
-        cmd.complete(null);
+        return toWrite;
     }
 
     /**
