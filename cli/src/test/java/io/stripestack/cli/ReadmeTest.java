@@ -10,14 +10,12 @@ import io.stripestack.targetserver.testing.ExternalTools;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -110,29 +108,11 @@ class ReadmeTest {
     }
 
     private void run(String asWritten, String command) throws Exception {
-        Process p = new ProcessBuilder("bash", "-c", command).directory(clone.toFile()).redirectErrorStream(true)
-                .start();
-        p.getOutputStream().close();
-        byte[][] output = new byte[1][];
-        Thread reader = new Thread(() -> {
-            try {
-                output[0] = p.getInputStream().readAllBytes();
-            } catch (IOException e) {
-                output[0] = ("<output unreadable: " + e + ">").getBytes(StandardCharsets.UTF_8);
-            }
-        });
-        reader.start();
-        if (!p.waitFor(COMMAND_TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            reader.join(5000);
-            fail("README.md, 'Using it': " + asWritten + "\ndid not finish within " + COMMAND_TIMEOUT_SECONDS + " s");
-        }
-        reader.join(5000);
-        String said = new String(output[0], StandardCharsets.UTF_8);
-        System.out.println("README command: " + asWritten + " (exit " + p.exitValue() + ")\n" + said);
-        if (p.exitValue() != 0) {
-            fail("README.md, 'Using it': the command\n  " + asWritten + "\nexited " + p.exitValue()
-                    + (command.equals(asWritten) ? "" : " (run as: " + command + ")") + ":\n" + said);
+        ExternalTools.Result result = ExternalTools.runIn(clone, COMMAND_TIMEOUT_SECONDS, List.of("bash", "-c", command));
+        System.out.println("README command: " + asWritten + " (exit " + result.exitCode() + ")\n" + result.output());
+        if (result.exitCode() != 0) {
+            fail("README.md, 'Using it': the command\n  " + asWritten + "\nexited " + result.exitCode()
+                    + (command.equals(asWritten) ? "" : " (run as: " + command + ")") + ":\n" + result.output());
         }
     }
 }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
@@ -58,8 +59,20 @@ public final class ExternalTools {
     /** As {@link #run(long, List)}, with {@code environment} added to the command's (libiscsi's CHAP variables). */
     public static Result run(long timeoutSeconds, java.util.Map<String, String> environment, List<String> command)
             throws IOException, InterruptedException {
+        return run(timeoutSeconds, environment, null, command);
+    }
+
+    /** As {@link #run(long, List)}, with {@code directory} as the command's working directory. */
+    public static Result runIn(Path directory, long timeoutSeconds, List<String> command)
+            throws IOException, InterruptedException {
+        return run(timeoutSeconds, java.util.Map.of(), directory.toFile(), command);
+    }
+
+    /** {@code directory} null: the test's own working directory. */
+    private static Result run(long timeoutSeconds, java.util.Map<String, String> environment, File directory,
+            List<String> command) throws IOException, InterruptedException {
         requireTool(command.get(0));
-        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+        ProcessBuilder builder = new ProcessBuilder(command).directory(directory).redirectErrorStream(true);
         builder.environment().putAll(environment);
         Process p = builder.start();
         p.getOutputStream().close();
