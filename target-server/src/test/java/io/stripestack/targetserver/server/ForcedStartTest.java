@@ -7,17 +7,15 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static io.stripestack.targetserver.testing.AdminAttributes.get;
 import static io.stripestack.targetserver.testing.AdminAttributes.waitFor;
+import static io.stripestack.targetserver.testing.StartTests.capturingLog;
 
 import io.stripestack.raid5.Raid5AssembleException;
 import io.stripestack.raid5.Raid5Status;
-import io.stripestack.targetserver.config.ConfigLoader;
 import io.stripestack.targetserver.config.StripestackConfig;
 import io.stripestack.targetserver.control.AdminServer;
-import java.io.ByteArrayOutputStream;
+import io.stripestack.targetserver.testing.StartTests;
 import java.io.IOException;
-import java.io.PrintStream;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
@@ -32,18 +30,7 @@ class ForcedStartTest {
     Path dir;
 
     private StripestackConfig config() throws Exception {
-        return ConfigLoader.parse("forced.yaml", """
-                data_dir: %s
-                server: {portals: ["127.0.0.1:0"]}
-                arrays:
-                  md0:
-                    members: [m0.img, m1.img, m2.img, m3.img]
-                    create_member_size: 8MiB
-                    chunk: 64KiB
-                targets:
-                  - iqn: iqn.2026-11.io.stripestack:forced
-                    luns: [{lun: 0, array: md0}]
-                """.formatted(dir), dir);
+        return StartTests.oneArray("forced", dir, "portals: [\"127.0.0.1:0\"]", false, "");
     }
 
     private static byte[] data(int seed) {
@@ -56,25 +43,6 @@ class ForcedStartTest {
         ByteBuffer back = ByteBuffer.allocate(expected.length);
         server.luns().get(0).top().read(0, back);
         assertArrayEquals(expected, back.array());
-    }
-
-    /** Runs {@code action} with System.err (slf4j-simple's log) captured; returns the log. */
-    private static String capturingLog(ThrowingRunnable action) throws Exception {
-        PrintStream original = System.err;
-        ByteArrayOutputStream captured = new ByteArrayOutputStream();
-        System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
-        try {
-            action.run();
-        } finally {
-            System.setErr(original);
-        }
-        String log = captured.toString(StandardCharsets.UTF_8);
-        System.err.print(log);
-        return log;
-    }
-
-    private interface ThrowingRunnable {
-        void run() throws Exception;
     }
 
     @Test

@@ -6,16 +6,15 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 import static io.stripestack.targetserver.testing.AdminAttributes.waitFor;
+import static io.stripestack.targetserver.testing.StartTests.capturingLog;
 
 import io.stripestack.blockdev.BlockDevice;
 import io.stripestack.raid5.Raid5AssembleException;
-import io.stripestack.targetserver.config.ConfigLoader;
 import io.stripestack.targetserver.config.StripestackConfig;
-import java.io.ByteArrayOutputStream;
+import io.stripestack.targetserver.testing.ExternalTools;
+import io.stripestack.targetserver.testing.StartTests;
 import java.io.IOException;
-import java.io.PrintStream;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -39,47 +38,16 @@ class FullFileSystemTest {
     Path dir;
 
     private static boolean run(String... command) throws Exception {
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        boolean ok = p.waitFor() == 0;
-        if (!ok) {
-            System.err.println(String.join(" ", command) + ": " + out);
+        ExternalTools.Result result = ExternalTools.run(command);
+        if (result.exitCode() != 0) {
+            System.err.println(String.join(" ", command) + ": " + result.output());
         }
-        return ok;
+        return result.exitCode() == 0;
     }
 
     private StripestackConfig config(Path fs) throws Exception {
-        return ConfigLoader.parse("full.yaml", """
-                data_dir: %s
-                server: {portals: ["127.0.0.1:0"], admin_socket: %s}
-                arrays:
-                  md0:
-                    members: [m0.img, m1.img, m2.img, m3.img]
-                    create_member_size: 8MiB
-                    create_sparse: true
-                    chunk: 64KiB
-                targets:
-                  - iqn: iqn.2026-11.io.stripestack:full
-                    luns: [{lun: 0, array: md0}]
-                """.formatted(fs, dir.resolve("admin.sock")), fs);
-    }
-
-    private interface ThrowingRunnable {
-        void run() throws Exception;
-    }
-
-    private static String capturingLog(ThrowingRunnable action) throws Exception {
-        PrintStream original = System.err;
-        ByteArrayOutputStream captured = new ByteArrayOutputStream();
-        System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
-        try {
-            action.run();
-        } finally {
-            System.setErr(original);
-        }
-        String log = captured.toString(StandardCharsets.UTF_8);
-        System.err.print(log);
-        return log;
+        return StartTests.oneArray("full", fs, "portals: [\"127.0.0.1:0\"], admin_socket: " + dir.resolve("admin.sock"),
+                true, "");
     }
 
     private static ByteBuffer pattern(int seed) {
@@ -92,7 +60,7 @@ class FullFileSystemTest {
     void twoMembersFailedByAFullFileSystemAreForcedBackWithEveryAcknowledgedWrite() throws Exception {
         Path fs = Files.createDirectories(dir.resolve("fs"));
         if (!run("mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", fs.toString())) {
-            if ("true".equals(System.getenv("CI"))) {
+            if (ExternalTools.inCi()) {
                 fail("cannot mount a tmpfs (CI runs as root)");
             }
             Assumptions.abort("mounting a tmpfs needs root");

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.stripestack.targetserver.config.ConfigLoader;
 import io.stripestack.targetserver.config.StripestackConfig;
+import io.stripestack.targetserver.testing.StartTests;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -26,18 +27,8 @@ class StartPreflightTest {
     Path dir;
 
     private StripestackConfig config(String portal, String socket, String crypto) throws Exception {
-        return ConfigLoader.parse("preflight.yaml", """
-                data_dir: %s
-                server: {portals: ["%s"], admin_socket: %s}
-                arrays:
-                  md0:
-                    members: [m0.img, m1.img, m2.img, m3.img]
-                    create_member_size: 8MiB
-                    chunk: 64KiB
-                targets:
-                  - iqn: iqn.2026-11.io.stripestack:preflight
-                    luns: [{lun: 0, array: md0%s}]
-                """.formatted(dir, portal, socket, crypto), dir);
+        return StartTests.oneArray("preflight", dir, "portals: [\"" + portal + "\"], admin_socket: " + socket, false,
+                crypto);
     }
 
     private StripestackConfig config() throws Exception {
