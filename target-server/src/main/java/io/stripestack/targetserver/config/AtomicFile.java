@@ -1,5 +1,6 @@
 package io.stripestack.targetserver.config;
 
+import io.stripestack.secrets.FilePermissions;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -22,8 +23,6 @@ import java.util.Set;
  * serialize themselves.
  */
 public final class AtomicFile {
-    private static final Set<PosixFilePermission> OWNER_ONLY = PosixFilePermissions.fromString("rw-------");
-
     private AtomicFile() {
     }
 
@@ -44,9 +43,10 @@ public final class AtomicFile {
     private static void replace(Path file, byte[] contents) throws IOException {
         Path target = file.toAbsolutePath().normalize();
         Path dir = target.getParent();
-        Set<PosixFilePermission> permissions = Files.exists(target) ? Files.getPosixFilePermissions(target) : OWNER_ONLY;
+        Set<PosixFilePermission> permissions = Files.exists(target) ? Files.getPosixFilePermissions(target)
+                : FilePermissions.OWNER_READ_WRITE;
         Path temp = Files.createTempFile(dir, "." + target.getFileName() + ".", ".tmp",
-                PosixFilePermissions.asFileAttribute(OWNER_ONLY));
+                PosixFilePermissions.asFileAttribute(FilePermissions.OWNER_READ_WRITE));
         boolean renamed = false;
         try {
             try (FileChannel ch = FileChannel.open(temp, StandardOpenOption.WRITE)) {

@@ -14,6 +14,7 @@ import io.netty.channel.socket.nio.NioServerDomainSocketChannel;
 import io.netty.handler.codec.LineBasedFrameDecoder;
 import io.netty.handler.codec.TooLongFrameException;
 import io.netty.handler.codec.string.StringDecoder;
+import io.stripestack.secrets.FilePermissions;
 import java.io.BufferedReader;
 import java.io.Closeable;
 import java.io.IOException;
@@ -26,7 +27,6 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
@@ -95,7 +95,7 @@ public final class AdminServer implements Closeable {
             worker.shutdownNow();
             throw new IOException("cannot create the admin socket " + this.socketPath + ": " + e.getMessage(), e);
         }
-        Files.setPosixFilePermissions(this.socketPath, PosixFilePermissions.fromString("rw-------"));
+        Files.setPosixFilePermissions(this.socketPath, FilePermissions.OWNER_READ_WRITE);
         log.info("admin socket {} (stripestack ctl / status)", this.socketPath);
     }
 
