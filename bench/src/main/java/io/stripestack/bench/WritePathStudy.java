@@ -106,6 +106,8 @@ final class WritePathStudy implements Study {
                 patterns.add(new Pattern(Sizes.format(size) + " sequential x" + qd, size, 0, qd, false));
             }
         }
+        patterns.add(new Pattern(Sizes.format(64 << 10) + " sequential x64", 64 << 10, 0, 64, false));
+        patterns.add(new Pattern(Sizes.format(256 << 10) + " sequential x16", 256 << 10, 0, 16, false));
         patterns.add(new Pattern("full stripe aligned x" + s.queueDepth(), stripe, 0, s.queueDepth(), false));
         List<MemberSet> sets = new ArrayList<>();
         List<BlockDevice> arrays = new ArrayList<>();
