@@ -91,7 +91,9 @@ final class WritePathStudy implements Study {
     }
 
     /**
-     * Sequential streams of 4 KiB and 64 KiB requests at queue depth 1, 4 and 32, and aligned full stripes, on one
+     * Sequential streams of 4 KiB and 64 KiB requests at queue depth 1, 4 and 32, two streams with 4 MiB outstanding
+     * (64 KiB x 64, 256 KiB x 16: more than two rows of the default geometry, enough to fill rows while the row
+     * before is written), and aligned full stripes, on one
      * array per consistency policy and on RAID-0 over n-1 members, all of the same chunk ({@code --chunk} capped at
      * what the partial parity log holds), measured interleaved.
      */
@@ -232,7 +234,7 @@ final class WritePathStudy implements Study {
                 "concurrent writes to one row are merged before parity is computed (md-style batching); a partial row"
                         + " waits for more only while other work runs, so sequential streams fill whole rows once enough"
                         + " of them is in flight",
-                "the stream rows (4KiB/64KiB sequential, full stripe xQD) run on one array per consistency policy and"
+                "the stream rows (4KiB/64KiB/256KiB sequential, full stripe xQD) run on one array per consistency policy and"
                         + " on RAID-0 over n-1 members, chunk --chunk capped at what the partial parity log holds",
                 "the arrays were written end to end before measuring, so pre-reads read written blocks");
         return new Result(table, chart, notes);
