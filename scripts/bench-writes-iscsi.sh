@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Sequential against random writes over iSCSI (fio's libiscsi engine) on the default array (4 x 256 MiB members,
 # chunk 512 KiB, page-cache member files), one job after the other in one run: random 4 KiB QD 32, sequential 4 KiB
-# QD 1 / 4 / 32, sequential and random 64 KiB QD 8, sequential 64 KiB QD 4. Prints IOPS, MiB/s and the RAID layer's
+# QD 1 / 4 / 32, sequential and random 64 KiB QD 8, sequential 64 KiB QD 4 and QD 64 (a stream with 4 MiB, 2.7 rows,
+# outstanding: whether it becomes full rows depends on server.io_threads, -t). Prints IOPS, MiB/s and the RAID layer's
 # full-row writes, partial-row writes and pre-reads per job (from the Prometheus endpoint), then the ratios the write
 # path aims at. 127.0.0.1 only. Results and how they were taken: docs/performance.md ("Sequential writes").
 set -euo pipefail
 
 usage() {
   cat <<'USAGE'
-usage: scripts/bench-writes-iscsi.sh [-f FIO] [-c POLICY] [-r SECONDS] [-p PORT] [-m PORT] [-d DIR] [-j JAR]
+usage: scripts/bench-writes-iscsi.sh [-f FIO] [-c POLICY] [-t THREADS] [-r SECONDS] [-p PORT] [-m PORT] [-d DIR] [-j JAR]
   -f FIO      fio built with the libiscsi engine (Debian's fio lacks it: ../shared/tools/peer/build-fio-libiscsi.sh;
               default: $FIO, then fio on PATH if it has it)
   -c POLICY   consistency_policy of the array: bitmap (default), ppl or resync
+  -t THREADS  server.io_threads, the commands the server runs at once (default 16, the server's default)
   -r SECONDS  run time of each job (default 10)
   -p PORT     iSCSI port (default 3283)
   -m PORT     Prometheus metrics port (default 9283)
@@ -21,10 +23,10 @@ USAGE
 }
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-fio="${FIO:-}"; policy=bitmap; runtime=10; port=3283; mport=9283; dir=""; jar=""
-while getopts ":f:c:r:p:m:d:j:h" opt; do
+fio="${FIO:-}"; policy=bitmap; threads=16; runtime=10; port=3283; mport=9283; dir=""; jar=""
+while getopts ":f:c:t:r:p:m:d:j:h" opt; do
   case "$opt" in
-    f) fio="$OPTARG" ;; c) policy="$OPTARG" ;; r) runtime="$OPTARG" ;; p) port="$OPTARG" ;; m) mport="$OPTARG" ;;
+    f) fio="$OPTARG" ;; c) policy="$OPTARG" ;; t) threads="$OPTARG" ;; r) runtime="$OPTARG" ;; p) port="$OPTARG" ;; m) mport="$OPTARG" ;;
     d) dir="$OPTARG" ;; j) jar="$OPTARG" ;; *) usage; exit 2 ;;
   esac
 done
@@ -77,7 +79,7 @@ PY
 
 cat > "$dir/stripestack.yaml" <<YAML
 data_dir: $dir
-server: {portals: ["127.0.0.1:$port"], admin_socket: $dir/admin.sock, metrics: "127.0.0.1:$mport", queue_depth: 128}
+server: {portals: ["127.0.0.1:$port"], admin_socket: $dir/admin.sock, metrics: "127.0.0.1:$mport", queue_depth: 128, io_threads: $threads}
 arrays:
   md0:
     members: [member0.img, member1.img, member2.img, member3.img]
@@ -89,7 +91,7 @@ targets:
   - iqn: $iqn
     luns: [{lun: 0, array: md0}]
 YAML
-echo "bench-writes-iscsi: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), policy $policy, $runtime s per job"
+echo "bench-writes-iscsi: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), policy $policy, io_threads $threads, $runtime s per job"
 if [ -n "$jar" ]; then
   java -jar "$jar" serve --config "$dir/stripestack.yaml" > "$dir/stripestack.log" 2>&1 &
 else
@@ -104,7 +106,7 @@ url="$(printf '%s' "iscsi://127.0.0.1:$port/$iqn/0" | sed 's/:/\\:/g')"
   --output-format=json --output="$dir/prefill.json" >/dev/null
 
 jobs="rand4k-qd32:randwrite:4k:32 seq4k-qd1:write:4k:1 seq4k-qd4:write:4k:4 seq4k-qd32:write:4k:32"
-jobs="$jobs seq64k-qd4:write:64k:4 seq64k-qd8:write:64k:8 rand64k-qd8:randwrite:64k:8"
+jobs="$jobs seq64k-qd4:write:64k:4 seq64k-qd8:write:64k:8 rand64k-qd8:randwrite:64k:8 seq64k-qd64:write:64k:64"
 for job in $jobs; do
   IFS=: read -r name rw bs qd <<<"$job"
   counters > "$dir/$name.before"
@@ -123,7 +125,8 @@ def counters(name, when):
     return {k: int(v) for k, v in (l.split() for l in open(os.path.join(d, f"{name}.{when}")))}
 rows = {}
 print(f"{'job':<12} {'IOPS':>8} {'MiB/s':>8} {'full rows':>10} {'partial':>8} {'pre-reads':>10}")
-for name in ["rand4k-qd32", "seq4k-qd1", "seq4k-qd4", "seq4k-qd32", "seq64k-qd4", "seq64k-qd8", "rand64k-qd8"]:
+for name in ["rand4k-qd32", "seq4k-qd1", "seq4k-qd4", "seq4k-qd32", "seq64k-qd4", "seq64k-qd8", "rand64k-qd8",
+             "seq64k-qd64"]:
     w = json.load(open(os.path.join(d, f"{name}.json")))["jobs"][0]["write"]
     b, a = counters(name, "before"), counters(name, "after")
     delta = {k: a[k] - b[k] for k in a}

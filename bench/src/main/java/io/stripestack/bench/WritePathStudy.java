@@ -91,7 +91,9 @@ final class WritePathStudy implements Study {
     }
 
     /**
-     * Sequential streams of 4 KiB and 64 KiB requests at queue depth 1, 4 and 32, and aligned full stripes, on one
+     * Sequential streams of 4 KiB and 64 KiB requests at queue depth 1, 4 and 32, two streams with 4 MiB outstanding
+     * (64 KiB x 64, 256 KiB x 16: more than two rows of the default geometry, enough to fill rows while the row
+     * before is written), and aligned full stripes, on one
      * array per consistency policy and on RAID-0 over n-1 members, all of the same chunk ({@code --chunk} capped at
      * what the partial parity log holds), measured interleaved.
      */
@@ -106,6 +108,8 @@ final class WritePathStudy implements Study {
                 patterns.add(new Pattern(Sizes.format(size) + " sequential x" + qd, size, 0, qd, false));
             }
         }
+        patterns.add(new Pattern(Sizes.format(64 << 10) + " sequential x64", 64 << 10, 0, 64, false));
+        patterns.add(new Pattern(Sizes.format(256 << 10) + " sequential x16", 256 << 10, 0, 16, false));
         patterns.add(new Pattern("full stripe aligned x" + s.queueDepth(), stripe, 0, s.queueDepth(), false));
         List<MemberSet> sets = new ArrayList<>();
         List<BlockDevice> arrays = new ArrayList<>();
@@ -230,7 +234,7 @@ final class WritePathStudy implements Study {
                 "concurrent writes to one row are merged before parity is computed (md-style batching); a partial row"
                         + " waits for more only while other work runs, so sequential streams fill whole rows once enough"
                         + " of them is in flight",
-                "the stream rows (4KiB/64KiB sequential, full stripe xQD) run on one array per consistency policy and"
+                "the stream rows (4KiB/64KiB/256KiB sequential, full stripe xQD) run on one array per consistency policy and"
                         + " on RAID-0 over n-1 members, chunk --chunk capped at what the partial parity log holds",
                 "the arrays were written end to end before measuring, so pre-reads read written blocks");
         return new Result(table, chart, notes);

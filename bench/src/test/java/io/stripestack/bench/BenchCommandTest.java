@@ -165,7 +165,7 @@ class BenchCommandTest {
                 + "reconstruct_per_gib,reconstruct_per_gib_min,reconstruct_per_gib_max,prereads_per_gib,prereads_per_gib_min,"
                 + "prereads_per_gib_max,preread_mib_per_gib,preread_mib_per_gib_min,preread_mib_per_gib_max,mbps_vs_aligned,"
                 + "mbps_vs_resync,mbps_vs_raid0");
-        assertEquals(7 + 7 * 4, rows.size(), "7 request patterns, and 7 stream patterns on 3 policies and RAID-0");
+        assertEquals(7 + 9 * 4, rows.size(), "7 request patterns, and 9 stream patterns on 3 policies and RAID-0");
         for (String[] row : rows) {
             assertPositive(row, 3, 4);
         }
@@ -185,7 +185,7 @@ class BenchCommandTest {
             assertEquals(0.0, Double.parseDouble(stripes[22]), policy + ": aligned stripes pre-read members");
             assertPositive(stripes, 29, 30);
         }
-        assertEquals(7 + 7 * 4, bars("writes"));
+        assertEquals(7 + 9 * 4, bars("writes"));
     }
 
     private static String[] findRequest(List<String[]> rows, String pattern, String request) {

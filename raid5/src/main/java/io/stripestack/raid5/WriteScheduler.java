@@ -58,7 +58,7 @@ final class WriteScheduler {
      * Calling threads whose writes in progress a slot owner can see at once; a thread beyond them is
      * simply not waited for (a missed hold, never a wrong result).
      */
-    private static final int TRACKED_WRITERS = 64;
+    static final int TRACKED_WRITERS = 64;
     /** Rows of one caller's write queued before it waits for them (see write). */
     static final int WRITE_WINDOW_ROWS = 16;
 
@@ -69,11 +69,12 @@ final class WriteScheduler {
     private final ThreadLocal<CallerContext> contexts;
     /**
      * The calling threads' contexts, published when created, so that a slot owner can ask which writes are
-     * in progress ({@link #worthHolding}). Weak: a thread that ends frees its context and its entry, which
-     * a later thread's context takes over (compare-and-set).
+     * in progress ({@link #worthHolding}). An entry is free again once its thread ended, whether or not the
+     * garbage collector has cleared the context yet: a load that starts new threads (a thread pool renewing its
+     * workers, a benchmark's rounds) would otherwise fill the table with ended threads, and a stream's writers
+     * beyond it would never be waited for.
      */
-    private final AtomicReferenceArray<WeakReference<CallerContext>> writers =
-            new AtomicReferenceArray<>(TRACKED_WRITERS);
+    private final AtomicReferenceArray<TrackedWriter> writers = new AtomicReferenceArray<>(TRACKED_WRITERS);
     /** One past the highest entry of {@code writers} ever taken. */
     private final AtomicInteger writersInUse = new AtomicInteger();
     /**
@@ -118,12 +119,29 @@ final class WriteScheduler {
         this.contexts = ThreadLocal.withInitial(() -> track(new CallerContext(geo, zeroChunk)));
     }
 
+    /**
+     * A tracked caller: its context, weakly (the thread's own reference keeps it), and its thread, whose end
+     * frees the entry.
+     */
+    private static final class TrackedWriter extends WeakReference<CallerContext> {
+        final Thread thread;
+
+        TrackedWriter(CallerContext context, Thread thread) {
+            super(context);
+            this.thread = thread;
+        }
+
+        boolean free() {
+            return get() == null || !thread.isAlive();
+        }
+    }
+
     /** Publishes a new thread's context for {@link #worthHolding}, in the first free entry if any. */
     private CallerContext track(CallerContext context) {
-        WeakReference<CallerContext> ref = new WeakReference<>(context);
+        TrackedWriter ref = new TrackedWriter(context, Thread.currentThread());
         for (int i = 0; i < TRACKED_WRITERS; i++) {
-            WeakReference<CallerContext> old = writers.get(i);
-            if ((old == null || old.get() == null) && writers.compareAndSet(i, old, ref)) {
+            TrackedWriter old = writers.get(i);
+            if ((old == null || old.free()) && writers.compareAndSet(i, old, ref)) {
                 writersInUse.accumulateAndGet(i + 1, Math::max);
                 break;
             }
@@ -457,7 +475,7 @@ final class WriteScheduler {
         boolean streamInProgress = false;
         int tracked = writersInUse.get();
         for (int i = 0; i < tracked; i++) {
-            WeakReference<CallerContext> ref = writers.get(i);
+            TrackedWriter ref = writers.get(i);
             CallerContext c = ref == null ? null : ref.get();
             if (c == null || c == self) {
                 continue;
