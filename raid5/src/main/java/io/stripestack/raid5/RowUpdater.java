@@ -13,9 +13,10 @@ import java.util.concurrent.locks.StampedLock;
  * or a partial write through the row's {@link StripeCache} entry, by read-modify-write or
  * reconstruct-write, whichever reads fewer blocks not already cached; degraded rows rebuild the missing
  * chunk's old contents where parity needs them, or leave the missing member out. With a
- * {@link PartialParityLog}, every update whose parity member is present is logged before it writes: the
- * touched columns are widened to one contiguous run and the chunks between the first and last written
- * one count as written, so one log entry describes the update.
+ * {@link PartialParityLog}, every update whose parity member is present is logged before it writes, in one
+ * entry per run of columns in which it writes the same chunks (up to {@link PartialParityLog.Row#MAX_ENTRIES};
+ * beyond that one entry over all its columns), so an entry never names a chunk the update left alone in its
+ * columns (see {@link #partialParity}); a full-row write is one entry with no partial parity.
  *
  * <p>Concurrency: every method runs on the thread that owns the row's write slot ({@link WriteScheduler});
  * the row's cache entry and that thread's {@link CallerContext} are its alone. Members are written
