@@ -15,7 +15,7 @@ import java.util.Map;
  * many copies delays another's by one copy at most. Ordinary commands never pass through here.
  *
  * <p>Concurrency: thread-safe (this object's monitor guards the queues and counts). A copy granted by another
- * session's end is delivered with {@link IscsiConnection#copyGranted}, outside the monitor, which hops onto the
+ * session's end is delivered with {@link SessionTasks#copyGranted}, outside the monitor, which hops onto the
  * task's event loop.
  */
 final class CopyGate {
@@ -24,21 +24,21 @@ final class CopyGate {
         int running;
     }
 
-    private final Map<IscsiConnection, Session> sessions = new IdentityHashMap<>();
+    private final Map<SessionTasks, Session> sessions = new IdentityHashMap<>();
     /** Sessions with copies waiting, in the order they are served. */
-    private final ArrayDeque<IscsiConnection> turns = new ArrayDeque<>();
+    private final ArrayDeque<SessionTasks> turns = new ArrayDeque<>();
     private int running;
 
-    /** The copy may run now (true; {@link #ended} must follow), or it waits for {@link IscsiConnection#copyGranted}. */
+    /** The copy may run now (true; {@link #ended} must follow), or it waits for {@link SessionTasks#copyGranted}. */
     synchronized boolean tryStart(IscsiTask copy) {
-        Session session = sessions.computeIfAbsent(copy.connection, c -> new Session());
+        Session session = sessions.computeIfAbsent(copy.session, c -> new Session());
         if (session.waiting.isEmpty() && session.running < CopyLimits.CONCURRENT_COPIES_PER_SESSION
                 && running < CopyLimits.CONCURRENT_COPIES) {
             start(session);
             return true;
         }
         if (session.waiting.isEmpty()) {
-            turns.add(copy.connection);
+            turns.add(copy.session);
         }
         session.waiting.add(copy);
         return false;
@@ -49,44 +49,44 @@ final class CopyGate {
         List<IscsiTask> granted = new ArrayList<>(1);
         synchronized (this) {
             running--;
-            Session session = sessions.get(copy.connection);
+            Session session = sessions.get(copy.session);
             if (--session.running == 0 && session.waiting.isEmpty()) {
-                sessions.remove(copy.connection);
+                sessions.remove(copy.session);
             }
             grantWaiting(granted);
         }
         for (IscsiTask next : granted) {
-            next.connection.copyGranted(next);
+            next.session.copyGranted(next);
         }
     }
 
     /** Takes a waiting copy out (aborted before it ran); false if it is not waiting here. */
     synchronized boolean withdraw(IscsiTask copy) {
-        Session session = sessions.get(copy.connection);
+        Session session = sessions.get(copy.session);
         if (session == null || !session.waiting.remove(copy)) {
             return false;
         }
-        forgetIfIdle(copy.connection, session);
+        forgetIfIdle(copy.session, session);
         return true;
     }
 
     /** The session ended: returns its waiting copies, which never run. */
-    synchronized List<IscsiTask> withdrawAll(IscsiConnection connection) {
-        Session session = sessions.get(connection);
+    synchronized List<IscsiTask> withdrawAll(SessionTasks owner) {
+        Session session = sessions.get(owner);
         if (session == null) {
             return List.of();
         }
         List<IscsiTask> withdrawn = new ArrayList<>(session.waiting);
         session.waiting.clear();
-        forgetIfIdle(connection, session);
+        forgetIfIdle(owner, session);
         return withdrawn;
     }
 
-    private void forgetIfIdle(IscsiConnection connection, Session session) {
+    private void forgetIfIdle(SessionTasks owner, Session session) {
         if (session.waiting.isEmpty()) {
-            turns.remove(connection);
+            turns.remove(owner);
             if (session.running == 0) {
-                sessions.remove(connection);
+                sessions.remove(owner);
             }
         }
     }
@@ -94,7 +94,7 @@ final class CopyGate {
     /** Grants waiting copies while the server has room, one per session in turn. */
     private void grantWaiting(List<IscsiTask> granted) {
         for (int passes = turns.size(); passes > 0 && running < CopyLimits.CONCURRENT_COPIES; passes--) {
-            IscsiConnection next = turns.poll();
+            SessionTasks next = turns.poll();
             Session session = sessions.get(next);
             if (session.running >= CopyLimits.CONCURRENT_COPIES_PER_SESSION) {
                 turns.add(next);

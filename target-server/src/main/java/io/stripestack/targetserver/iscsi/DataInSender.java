@@ -1,8 +1,6 @@
 package io.stripestack.targetserver.iscsi;
 
 import io.netty.buffer.ByteBuf;
-import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelPromise;
 import io.stripestack.targetserver.scsi.ScsiCommand;
 import java.util.ArrayDeque;
 import java.util.concurrent.RejectedExecutionException;
@@ -15,16 +13,19 @@ import java.util.concurrent.RejectedExecutionException;
  * <p>A read holds its Expected Data Transfer Length of the budget from its dispatch until its last
  * PDU has been written to the socket (or failed with the connection). A read that finds no room
  * waits here in arrival order, and the connection stops reading its socket while any does: an
- * initiator that never reads its answers holds its share and no more.
+ * initiator that never reads its answers holds its share and no more. A read that gets its room goes
+ * on through the {@link TaskPipeline}; everything leaves through the {@link Wire}.
  *
- * <p>Concurrency: owned by the connection's event loop; {@link #budgetReturned} may be called on any
- * thread and hops onto it.
+ * <p>Concurrency: owned by the connection's event loop (the queue, {@link #held} and the tasks'
+ * {@code dataInHeld}); {@link #budgetReturned} may be called on any thread and hops onto it. The
+ * budget's own counts are guarded by its monitor.
  */
 final class DataInSender {
-    private final IscsiConnection connection;
-    private final ServerContext server;
-    private final ChannelHandlerContext ctx;
+    private final Wire wire;
+    private final SequenceNumbers sequence;
     private final NegotiatedParameters params;
+    private final DataInBudget budget;
+    private final TaskPipeline pipeline;
     /** Data-In bytes this session holds of the server's budget. */
     private long held;
     /** Reads waiting for Data-In room, in arrival order. */
@@ -32,11 +33,13 @@ final class DataInSender {
     private final DataInHeader dataInHeader = new DataInHeader();
     private final ScsiResponseHeader responseHeader = new ScsiResponseHeader();
 
-    DataInSender(IscsiConnection connection, ServerContext server, ChannelHandlerContext ctx, NegotiatedParameters params) {
-        this.connection = connection;
-        this.server = server;
-        this.ctx = ctx;
+    DataInSender(Wire wire, SequenceNumbers sequence, NegotiatedParameters params, DataInBudget budget,
+            TaskPipeline pipeline) {
+        this.wire = wire;
+        this.sequence = sequence;
         this.params = params;
+        this.budget = budget;
+        this.pipeline = pipeline;
     }
 
     /** Whether {@code task} may run now; false when it waits for Data-In room (it runs later). */
@@ -48,7 +51,7 @@ final class DataInSender {
             return true;
         }
         waiting.add(task);
-        connection.updateAutoRead();
+        wire.readInterestChanged();
         return false;
     }
 
@@ -60,7 +63,7 @@ final class DataInSender {
     boolean withdraw(IscsiTask task) {
         boolean removed = waiting.remove(task);
         if (removed) {
-            connection.updateAutoRead();
+            wire.readInterestChanged();
         }
         return removed;
     }
@@ -69,12 +72,12 @@ final class DataInSender {
     void dropWaiting() {
         IscsiTask task;
         while ((task = waiting.poll()) != null) {
-            connection.dropUnstarted(task);
+            pipeline.dropUnstarted(task);
         }
     }
 
     private boolean reserve(IscsiTask task) {
-        if (!server.dataIn.tryReserve(connection, held, task.expectedTransferLength())) {
+        if (!budget.tryReserve(this, held, task.expectedTransferLength())) {
             return false;
         }
         held += task.expectedTransferLength();
@@ -90,24 +93,24 @@ final class DataInSender {
         }
         task.dataInHeld = 0;
         held -= bytes;
-        server.dataIn.release(bytes);
+        budget.release(bytes);
         startWaiting();
     }
 
     /** Any thread: the server-wide budget has room again. */
     void budgetReturned() {
         try {
-            connection.eventLoop().execute(this::startWaiting);
+            wire.executor().execute(this::startWaiting);
         } catch (RejectedExecutionException e) {
             // the event loop is shutting down: nothing waits any more
         }
     }
 
     private void startWaiting() {
-        while (!waiting.isEmpty() && ctx.channel().isActive() && reserve(waiting.peek())) {
-            connection.execute(waiting.poll());
+        while (!waiting.isEmpty() && wire.open() && reserve(waiting.peek())) {
+            pipeline.execute(waiting.poll());
         }
-        connection.updateAutoRead();
+        wire.readInterestChanged();
     }
 
     /** Sends the command's Data-In and status. */
@@ -132,7 +135,6 @@ final class DataInSender {
         }
         int residualCount = (int) Math.min(residual, 0xffffffffL);
         boolean collapse = toSend > 0 && cmd.status() == ScsiCommand.GOOD && cmd.sense() == null;
-        SequenceNumbers sequence = connection.sequence();
         int dataSn = 0;
         int offset = 0;
         int segmentLimit = params.initiatorMaxRecvDataSegmentLength;
@@ -140,7 +142,7 @@ final class DataInSender {
             int burstLeft = params.maxBurstLength - offset % params.maxBurstLength;
             int length = Math.min(Math.min(segmentLimit, toSend - offset), burstLeft);
             boolean last = offset + length == toSend;
-            DataInHeader h = dataInHeader.begin(ctx.alloc(), length)
+            DataInHeader h = dataInHeader.begin(wire.alloc(), length)
                     .finalBit(last || length == burstLeft)
                     .lunField(task.lunField)
                     .itt(task.itt)
@@ -153,8 +155,12 @@ final class DataInSender {
             } else {
                 sequence.stampWindow(h);
             }
-            ChannelPromise promise = last && collapse ? lastWritePromise(task) : ctx.voidPromise();
-            ctx.write(h.toPdu(dataIn.retainedSlice(dataIn.readerIndex() + offset, length)), promise);
+            IscsiPdu pdu = h.toPdu(dataIn.retainedSlice(dataIn.readerIndex() + offset, length));
+            if (last && collapse) {
+                writeLast(task, pdu);
+            } else {
+                wire.write(pdu);
+            }
             offset += length;
         }
         if (collapse) {
@@ -163,39 +169,38 @@ final class DataInSender {
         byte[] sense = cmd.sense();
         ByteBuf senseData = null;
         if (sense != null) {
-            senseData = ctx.alloc().buffer(2 + sense.length);
+            senseData = wire.alloc().buffer(2 + sense.length);
             senseData.writeShort(sense.length);
             senseData.writeBytes(sense);
         }
-        ScsiResponseHeader h = responseHeader.begin(ctx.alloc(), senseData == null ? 0 : senseData.readableBytes())
+        ScsiResponseHeader h = responseHeader.begin(wire.alloc(), senseData == null ? 0 : senseData.readableBytes())
                 .status(cmd.status())
                 .residual(overflow, residualCount)
                 .itt(task.itt)
                 .expDataSn(task.reads() ? dataSn : task.r2tSn);
         sequence.stamp(h);
-        ctx.write(h.toPdu(senseData), lastWritePromise(task));
+        writeLast(task, h.toPdu(senseData));
     }
 
     /**
-     * The promise of a command's last PDU: once it is written (or the connection failed it), every
-     * Data-In of the command has left, so its bytes return to the Data-In budget.
+     * Writes a command's last PDU: once it is written (or the connection failed it), every Data-In of
+     * the command has left, so its bytes return to the Data-In budget.
      */
-    private ChannelPromise lastWritePromise(IscsiTask task) {
+    private void writeLast(IscsiTask task, IscsiPdu pdu) {
         if (task.dataInHeld == 0) {
-            return ctx.voidPromise();
+            wire.write(pdu);
+        } else {
+            wire.write(pdu, written -> release(task));
         }
-        ChannelPromise promise = ctx.newPromise();
-        promise.addListener(written -> release(task));
-        return promise;
     }
 
     /** A SCSI Response with only a status, for a command that is answered without ever becoming a task. */
     void sendStatusOnly(ScsiCommandHeader request, int status) {
-        ScsiResponseHeader h = responseHeader.begin(ctx.alloc(), 0)
+        ScsiResponseHeader h = responseHeader.begin(wire.alloc(), 0)
                 .status(status)
                 .residual(false, Math.max(request.expectedDataTransferLength(), 0))
                 .itt(request.itt());
-        connection.sequence().stamp(h);
-        ctx.write(h.toPdu(null), ctx.voidPromise());
+        sequence.stamp(h);
+        wire.write(h.toPdu(null));
     }
 }

@@ -1,7 +1,6 @@
 package io.stripestack.targetserver.iscsi;
 
 import io.netty.buffer.ByteBuf;
-import io.netty.channel.ChannelHandlerContext;
 import java.util.concurrent.RejectedExecutionException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -9,8 +8,9 @@ import org.slf4j.LoggerFactory;
 /**
  * The data phase of a connection's writes: takes the write buffer from the server's
  * {@link WriteBufferBudget} (or waits for it, without R2Ts), places immediate, unsolicited and
- * solicited Data-Out, sends R2Ts as MaxOutstandingR2T allows, and hands the task to the connection
- * to run once its data phase is over.
+ * solicited Data-Out, sends R2Ts as MaxOutstandingR2T allows, and hands the task to the
+ * {@link TaskPipeline} to run once its data phase is over. It finds a write's task in the session's
+ * {@link SessionTasks} by its tags and writes R2Ts and Rejects to the {@link Wire}.
  *
  * <p>Every byte is accounted for: a write runs only when bytes [0, EDTL) arrived once each and in
  * order (DataPDUInOrder and DataSequenceInOrder are always Yes), each R2T burst closed by its F bit
@@ -24,23 +24,29 @@ import org.slf4j.LoggerFactory;
  * SET FULL after its unsolicited data (RFC 7143 section 11.4: the response waits for the Data-Out
  * with the F bit).
  *
- * <p>Concurrency: owned by the connection's event loop; {@link #bufferGranted} may be called on any
- * thread and hops onto it.
+ * <p>Concurrency: owned by the connection's event loop, like the task fields it writes;
+ * {@link #bufferGranted} may be called on any thread and hops onto it. The budget's own fields of a task
+ * are the budget's (its monitor).
  */
 final class DataOutCollector {
     private static final Logger log = LoggerFactory.getLogger(DataOutCollector.class);
 
-    private final IscsiConnection connection;
-    private final ServerContext server;
-    private final ChannelHandlerContext ctx;
+    private final Wire wire;
+    private final SequenceNumbers sequence;
     private final NegotiatedParameters params;
+    private final SessionTasks tasks;
+    private final WriteBufferBudget budget;
+    private final TaskPipeline pipeline;
     private final R2tHeader r2tHeader = new R2tHeader();
 
-    DataOutCollector(IscsiConnection connection, ServerContext server, ChannelHandlerContext ctx, NegotiatedParameters params) {
-        this.connection = connection;
-        this.server = server;
-        this.ctx = ctx;
+    DataOutCollector(Wire wire, SequenceNumbers sequence, NegotiatedParameters params, SessionTasks tasks,
+            TaskPipeline pipeline) {
+        this.wire = wire;
+        this.sequence = sequence;
         this.params = params;
+        this.tasks = tasks;
+        this.budget = tasks.writeBuffers;
+        this.pipeline = pipeline;
     }
 
     /** A write command arrived with {@code immediate} data (possibly none): its data phase starts. */
@@ -49,21 +55,20 @@ final class DataOutCollector {
         int immediateLength = immediate.readableBytes();
         int firstBurst = Math.min(params.firstBurstLength, edtl);
         task.unsolicitedPending = !finalBit && !params.initialR2T && immediateLength < firstBurst;
-        task.lastDataOutNanos = ctx.executor().ticker().nanoTime();
+        task.lastDataOutNanos = wire.executor().ticker().nanoTime();
         task.dataEnd = immediateLength;
         task.nextR2tOffset = immediateLength;
         int unsolicitedLength = task.unsolicitedPending ? firstBurst : immediateLength;
-        WriteBufferBudget budget = server.writeBuffers;
         if (budget.tryReserve(task)) {
-            task.dataOut = WriteBuffers.allocate(ctx.alloc(), edtl);
+            task.dataOut = WriteBuffers.allocate(wire.alloc(), edtl);
         } else if (unsolicitedLength > 0 && !budget.tryHoldUnsolicited(task, unsolicitedLength)) {
             // the initiator may send this data before any R2T: with no room for it, refuse the command
             budget.countRefusal();
             task.refusedForBudget = true;
             log.debug("{}: write ITT 0x{} of {} bytes refused with TASK SET FULL: write buffer budget exhausted",
-                    connection.remote(), Integer.toHexString(task.itt), edtl);
+                    wire.remote(), Integer.toHexString(task.itt), edtl);
         } else {
-            task.dataOut = unsolicitedLength > 0 ? WriteBuffers.allocate(ctx.alloc(), unsolicitedLength) : null;
+            task.dataOut = unsolicitedLength > 0 ? WriteBuffers.allocate(wire.alloc(), unsolicitedLength) : null;
             // a write carried whole by its unsolicited data needs nothing more from the budget
             task.waitingForBudget = unsolicitedLength < edtl;
         }
@@ -80,39 +85,39 @@ final class DataOutCollector {
     /** Any thread: the budget granted a queued task its buffer; the write continues on the event loop. */
     void bufferGranted(IscsiTask task) {
         try {
-            connection.eventLoop().execute(() -> startGranted(task));
+            wire.executor().execute(() -> startGranted(task));
         } catch (RejectedExecutionException e) {
-            server.writeBuffers.release(task);
+            budget.release(task);
         }
     }
 
     /** Moves the unsolicited data into the whole buffer and starts the R2Ts. */
     private void startGranted(IscsiTask task) {
-        if (task.aborted || task.state != IscsiTask.State.COLLECTING_DATA || !ctx.channel().isActive()) {
+        if (task.aborted || task.state != IscsiTask.State.COLLECTING_DATA || !wire.open()) {
             // aborted while the grant was on its way: its release may have run before the grant
-            server.writeBuffers.release(task);
+            budget.release(task);
             return;
         }
-        ByteBuf whole = WriteBuffers.allocate(ctx.alloc(), task.expectedTransferLength());
+        ByteBuf whole = WriteBuffers.allocate(wire.alloc(), task.expectedTransferLength());
         ByteBuf unsolicited = task.dataOut;
         if (unsolicited != null) {
             whole.setBytes(0, unsolicited, 0, unsolicited.capacity());
             unsolicited.release();
-            server.writeBuffers.releaseUnsolicited(task);
+            budget.releaseUnsolicited(task);
         }
         task.dataOut = whole;
         task.waitingForBudget = false;
         proceed(task);
-        ctx.flush();
+        wire.flush();
     }
 
     /** A Data-Out PDU; {@code receivedNanos} is its arrival on the connection's ticker. */
     void dataOut(DataOutHeader h, ByteBuf data, long receivedNanos) {
         int ttt = h.ttt();
-        IscsiTask task = ttt == Bhs.RESERVED_TAG ? connection.taskByItt(h.itt()) : connection.taskByTtt(ttt);
+        IscsiTask task = ttt == Bhs.RESERVED_TAG ? tasks.byItt(h.itt()) : tasks.byTtt(ttt);
         if (task == null || task.state != IscsiTask.State.COLLECTING_DATA) {
             // data for a task that was aborted or already failed: nothing to do
-            log.debug("{}: Data-Out for unknown task ITT 0x{} TTT 0x{} dropped", connection.remote(),
+            log.debug("{}: Data-Out for unknown task ITT 0x{} TTT 0x{} dropped", wire.remote(),
                     Integer.toHexString(h.itt()), Integer.toHexString(ttt));
             return;
         }
@@ -126,7 +131,7 @@ final class DataOutCollector {
                 || !unsolicited && (task.outstandingR2ts == 0 || end > task.nextR2tOffset)) {
             // outside the buffer, unsolicited beyond the first burst, or solicited data no R2T asked for
             dataPhaseError(task, "Data-Out outside what the command allows", offset, length);
-            connection.sendReject(h.buffer(), Bhs.REJECT_PROTOCOL_ERROR);
+            wire.reject(h.buffer(), Bhs.REJECT_PROTOCOL_ERROR);
             return;
         }
         if (h.dataSn() != task.expectedDataSn) {
@@ -166,7 +171,7 @@ final class DataOutCollector {
      */
     void dataPhaseError(IscsiTask task, String what, int offset, int length) {
         if (!task.dataPhaseError) {
-            log.info("{}: {} (ITT 0x{}, offset {}, length {}); the command will fail", connection.remote(), what,
+            log.info("{}: {} (ITT 0x{}, offset {}, length {}); the command will fail", wire.remote(), what,
                     Integer.toHexString(task.itt), offset, length);
             task.dataPhaseError = true;
         }
@@ -178,7 +183,7 @@ final class DataOutCollector {
             return;
         }
         if (task.refusedForBudget || task.dataPhaseOver()) {
-            connection.dispatch(task);
+            pipeline.dispatch(task);
             return;
         }
         if (task.firstR2tOffset < 0) {
@@ -186,32 +191,18 @@ final class DataOutCollector {
         }
         while (task.outstandingR2ts < params.maxOutstandingR2T && task.nextR2tOffset < task.expectedTransferLength()) {
             int length = Math.min(params.maxBurstLength, task.expectedTransferLength() - task.nextR2tOffset);
-            R2tHeader h = r2tHeader.begin(ctx.alloc(), 0)
+            R2tHeader h = r2tHeader.begin(wire.alloc(), 0)
                     .lunField(task.lunField)
                     .itt(task.itt)
                     .ttt(task.targetTransferTag)
                     .r2tSn(task.r2tSn++)
                     .bufferOffset(task.nextR2tOffset)
                     .desiredDataTransferLength(length);
-            connection.sequence().stampCurrent(h);
-            ctx.write(h.toPdu(null), ctx.voidPromise());
+            sequence.stampCurrent(h);
+            wire.write(h.toPdu(null));
             task.nextR2tOffset += length;
             task.outstandingR2ts++;
-            task.lastDataOutNanos = ctx.executor().ticker().nanoTime();
+            task.lastDataOutNanos = wire.executor().ticker().nanoTime();
         }
-    }
-
-    /**
-     * A write whose initiator owes it data (an R2T outstanding, or its unsolicited burst not ended) and whose
-     * last R2T, Data-Out or command is older than {@code deadline}, or null. A write waiting only for budget owes
-     * nothing: the target is the one to move.
-     */
-    IscsiTask stalledSince(Iterable<IscsiTask> writes, long deadline) {
-        for (IscsiTask task : writes) {
-            if ((task.outstandingR2ts > 0 || task.unsolicitedPending) && task.lastDataOutNanos - deadline <= 0) {
-                return task;
-            }
-        }
-        return null;
     }
 }

@@ -12,7 +12,7 @@ import org.slf4j.LoggerFactory;
  * (immediate, unsolicited, R2T bursts), execution and completion. It is its own Runnable for both
  * hops (worker thread, then back to the event loop), so a command costs no extra allocations.
  *
- * <p>Concurrency: the connection's event loop owns every field except while the task is
+ * <p>Concurrency: the session's event loop owns every field except while the task is
  * {@link State#EXECUTING}; then only the worker thread touches {@link #command}. The executor
  * hand-off and the event loop's task queue are the happens-before edges both ways. The three
  * write-buffer budget fields ({@link #budgetHeld}, {@link #unsolicitedHeld}, {@link #queuedForBudget})
@@ -24,7 +24,8 @@ final class IscsiTask implements Runnable {
 
     enum State { COLLECTING_DATA, EXECUTING, DONE }
 
-    final IscsiConnection connection;
+    /** The session's tasks: the table it is in, and where it runs and comes back. */
+    final SessionTasks session;
     final int itt;
     final int targetTransferTag;
     final long lunField;
@@ -82,9 +83,9 @@ final class IscsiTask implements Runnable {
     /** The SCSI command this task carries to the SCSI layer and back; its Data-Out is set when the data phase ends. */
     final ScsiCommand command;
 
-    IscsiTask(IscsiConnection connection, int itt, int targetTransferTag, long lunField, int cmdSn, boolean immediate,
+    IscsiTask(SessionTasks session, int itt, int targetTransferTag, long lunField, int cmdSn, boolean immediate,
             ScsiCommand command) {
-        this.connection = connection;
+        this.session = session;
         this.itt = itt;
         this.targetTransferTag = targetTransferTag;
         this.lunField = lunField;
@@ -125,7 +126,7 @@ final class IscsiTask implements Runnable {
     @Override
     public void run() {
         if (state == State.EXECUTING) {
-            ScsiCommandRouter router = connection.router();
+            ScsiCommandRouter router = session.router;
             try {
                 router.execute(command);
             } catch (RuntimeException | Error e) {
@@ -135,13 +136,13 @@ final class IscsiTask implements Runnable {
             }
             state = State.DONE;
             try {
-                connection.eventLoop().execute(this);
+                session.eventLoop.execute(this);
             } catch (RejectedExecutionException | IllegalStateException e) {
                 // the server shut its event loops down after the drain timeout: nobody will answer
                 releaseBuffers();
             }
         } else {
-            connection.taskExecuted(this);
+            session.executed(this);
         }
     }
 
@@ -152,7 +153,7 @@ final class IscsiTask implements Runnable {
             dataOut = null;
         }
         if (writes() && expectedTransferLength() > 0) {
-            connection.writeBuffers().release(this);
+            session.writeBuffers.release(this);
         }
         if (command.dataIn() != null) {
             ByteBuf dataIn = command.dataIn();

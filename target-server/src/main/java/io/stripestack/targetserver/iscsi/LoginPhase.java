@@ -1,7 +1,6 @@
 package io.stripestack.targetserver.iscsi;
 
 import io.netty.buffer.ByteBuf;
-import io.netty.channel.ChannelHandlerContext;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.util.HashSet;
 import java.util.Map;
@@ -14,19 +13,48 @@ import org.slf4j.LoggerFactory;
  * The login phase of one connection on the wire: joins login requests continued with the C bit,
  * bounds their text, hands whole requests to the {@link LoginNegotiator} and answers them, holds a
  * request that answers a CHAP challenge until the server's {@link AuthFailureThrottle} gives it its
- * turn, and enters the full feature phase through the connection. A connection that does not
+ * turn, and enters the full feature phase through its {@link Session}. A connection that does not
  * finish its login within the login timeout is closed.
  *
- * <p>Concurrency: owned by the connection's event loop, like the connection.
+ * <p>Concurrency: owned by the connection's event loop, like the connection; its timers run there.
  */
 final class LoginPhase {
+    /** What the login phase asks of its connection beyond the {@link Wire}. */
+    interface Session {
+        /** The remote IP address alone (no port): the source the CHAP failure throttle counts. */
+        String remoteHost();
+
+        /** Whether a final answer is on its way out already (later requests are ignored). */
+        boolean closing();
+
+        /** Closes at once; later PDUs are ignored. */
+        void closeNow();
+
+        /**
+         * Takes the slot of a normal session of {@code initiatorName} ({@link ConnectionSlots}); false when that
+         * name holds its limit of sessions already. {@code nexus} is the session's I_T nexus (a session holding it
+         * now is reinstated, so it does not count).
+         */
+        boolean takeSessionSlot(String initiatorName, String nexus);
+
+        /** The login succeeded: the session starts and is registered; returns its TSIH for the last login response. */
+        int enterFullFeature(LoginNegotiator negotiator, long isid);
+
+        /** The last login response is written: from here on PDUs carry the negotiated digests and sizes. */
+        void fullFeatureAnswered();
+
+        /** Ends the new session gracefully (asks for a logout, closes once idle). */
+        void endSession();
+    }
+
     private static final Logger log = LoggerFactory.getLogger(LoginPhase.class);
     /** The whole text of one login request, all its PDUs together. */
     private static final int MAX_REQUEST_TEXT = 64 * 1024;
 
-    private final IscsiConnection connection;
+    private final Wire wire;
+    private final SequenceNumbers sequence;
     private final ServerContext server;
-    private final ChannelHandlerContext ctx;
+    private final Session session;
     private final LoginNegotiator negotiator;
     private final LoginRequestHeader requestHeader = new LoginRequestHeader();
     private final LoginResponseHeader responseHeader = new LoginResponseHeader();
@@ -41,14 +69,15 @@ final class LoginPhase {
     /** The latest request received or answer sent: silence is counted from it. */
     private long lastExchangeNanos;
 
-    LoginPhase(IscsiConnection connection, ServerContext server, ChannelHandlerContext ctx) {
-        this.connection = connection;
+    LoginPhase(Wire wire, SequenceNumbers sequence, ServerContext server, Session session) {
+        this.wire = wire;
+        this.sequence = sequence;
         this.server = server;
-        this.ctx = ctx;
+        this.session = session;
         this.negotiator = new LoginNegotiator(server.settings, server::target);
         long timeoutMillis = server.settings.loginTimeout().toMillis();
-        timer = ctx.executor().schedule(this::timedOut, timeoutMillis, TimeUnit.MILLISECONDS);
-        lastExchangeNanos = ctx.executor().ticker().nanoTime();
+        timer = wire.executor().schedule(this::timedOut, timeoutMillis, TimeUnit.MILLISECONDS);
+        lastExchangeNanos = wire.executor().ticker().nanoTime();
         scheduleIdleCheck(server.settings.loginIdleTimeout().toNanos());
     }
 
@@ -78,13 +107,13 @@ final class LoginPhase {
 
     private void timedOut() {
         if (timer != null) {
-            log.info("{}: login not completed within {}; closing", connection.remote(), server.settings.loginTimeout());
-            ctx.close();
+            log.info("{}: login not completed within {}; closing", wire.remote(), server.settings.loginTimeout());
+            wire.close();
         }
     }
 
     private void scheduleIdleCheck(long delayNanos) {
-        idleTimer = ctx.executor().schedule(this::checkIdle, delayNanos, TimeUnit.NANOSECONDS);
+        idleTimer = wire.executor().schedule(this::checkIdle, delayNanos, TimeUnit.NANOSECONDS);
     }
 
     /**
@@ -97,29 +126,29 @@ final class LoginPhase {
             return;
         }
         long timeout = server.settings.loginIdleTimeout().toNanos();
-        long silent = ctx.executor().ticker().nanoTime() - lastExchangeNanos;
+        long silent = wire.executor().ticker().nanoTime() - lastExchangeNanos;
         if (deferred || silent < timeout) {
             scheduleIdleCheck(deferred ? timeout : timeout - silent);
             return;
         }
-        log.debug("{}: silent for {} while logging in; closing", connection.remote(),
+        log.debug("{}: silent for {} while logging in; closing", wire.remote(),
                 server.settings.loginIdleTimeout());
-        ctx.close();
+        wire.close();
     }
 
     void onPdu(IscsiPdu pdu) {
-        lastExchangeNanos = ctx.executor().ticker().nanoTime();
+        lastExchangeNanos = wire.executor().ticker().nanoTime();
         // read as a login request even when it is none: the refusal echoes its ITT and ISID
         LoginRequestHeader h = requestHeader.wrap(pdu.header());
         if (deferred) {
             // the initiator must wait for the answer to its request before it sends another
-            connection.closeNow();
+            session.closeNow();
             return;
         }
         if (pdu.rejectReason() != 0 || pdu.opcode() != Bhs.OP_LOGIN_REQUEST) {
             // RFC 7143 section 6.1: anything but a Login Request during login ends the connection; in
             // the middle of CHAP it is a failed authentication, which the failure throttle counts
-            log.info("{}: opcode 0x{} during login; rejecting the login", connection.remote(),
+            log.info("{}: opcode 0x{} during login; rejecting the login", wire.remote(),
                     Integer.toHexString(pdu.opcode()));
             boolean inChap = negotiator.awaitsChapResponse();
             if (inChap) {
@@ -134,7 +163,7 @@ final class LoginPhase {
             // first request of the connection: sequence numbers start here
             started = true;
             isid = h.isid();
-            connection.sequence().start(h.expStatSn(), h.cmdSn(), server.settings.queueDepth());
+            sequence.start(h.expStatSn(), h.cmdSn(), server.settings.queueDepth());
         }
         if (h.tsih() != 0) {
             // adding a connection to an existing session (a TSIH) needs MaxConnections > 1
@@ -144,7 +173,7 @@ final class LoginPhase {
         ByteBuf data = pdu.data();
         if (data.isReadable()) {
             if (text == null) {
-                text = ctx.alloc().heapBuffer(data.readableBytes());
+                text = wire.alloc().heapBuffer(data.readableBytes());
             }
             if (text.readableBytes() + data.readableBytes() > MAX_REQUEST_TEXT) {
                 refuse(h, LoginNegotiator.STATUS_INITIATOR_ERROR, currentStage, "request text over 64 KiB");
@@ -181,7 +210,7 @@ final class LoginPhase {
         int currentStage = h.currentStage();
         boolean verifiesChap = negotiator.awaitsChapResponse();
         if (verifiesChap) {
-            long wait = server.authFailures.tryClaim(connection.remoteHost(), System.nanoTime());
+            long wait = server.authFailures.tryClaim(session.remoteHost(), System.nanoTime());
             if (wait > 0) {
                 defer(h.copyBhs(), keys, wait);
                 return;
@@ -208,26 +237,25 @@ final class LoginPhase {
                 refuse(h, changed, currentStage, "the target's access settings changed during the login");
                 return;
             }
-            if (negotiator.target() != null && !server.slots.sessionStarting(connection, negotiator.initiatorName(),
-                    server.sessions.holds(IscsiConnection.nexus(negotiator.initiatorName(), isid, negotiator.target(),
-                            server.settings)))) {
+            if (negotiator.target() != null && !session.takeSessionSlot(negotiator.initiatorName(),
+                    SessionRegistry.nexus(negotiator.initiatorName(), isid, negotiator.target(), server.settings))) {
                 refuse(h, LoginNegotiator.STATUS_OUT_OF_RESOURCES, currentStage, "its initiator name holds "
                         + server.settings.maxSessionsPerInitiator()
                         + " sessions already (server.max_sessions_per_initiator)");
                 return;
             }
             end();
-            tsih = connection.enterFullFeature(negotiator, isid);
+            tsih = session.enterFullFeature(negotiator, isid);
         }
         respond(h, LoginNegotiator.STATUS_SUCCESS, currentStage, step.transit, step.nextStage, step.keys, tsih);
         if (step.enteredFullFeature()) {
-            connection.fullFeatureAnswered();
+            session.fullFeatureAnswered();
             if (definitionChangedStatus() != LoginNegotiator.STATUS_SUCCESS) {
                 // changed between the check and the registration: the change may have ended the target's
                 // sessions before this one was registered, so it ends itself
                 log.info("{}: the access settings of {} changed as {} logged in; ending the session",
-                        connection.remote(), negotiator.target().iqn(), negotiator.initiatorName());
-                connection.drain();
+                        wire.remote(), negotiator.target().iqn(), negotiator.initiatorName());
+                session.endSession();
             }
         }
     }
@@ -257,14 +285,14 @@ final class LoginPhase {
 
     private void defer(ByteBuf header, Map<String, String> keys, long waitNanos) {
         deferred = true;
-        connection.updateAutoRead();
-        ctx.executor().schedule(() -> {
+        wire.readInterestChanged();
+        wire.executor().schedule(() -> {
             deferred = false;
             try {
-                if (ctx.channel().isActive() && !connection.closing()) {
-                    connection.updateAutoRead();
+                if (wire.open() && !session.closing()) {
+                    wire.readInterestChanged();
                     process(requestHeader.wrap(header), keys);
-                    ctx.flush();
+                    wire.flush();
                 }
             } finally {
                 header.release();
@@ -273,7 +301,7 @@ final class LoginPhase {
     }
 
     private void chapVerdict(boolean verified, boolean succeeded) {
-        server.authFailures.verdict(connection.remoteHost(), initiatorName(), verified, succeeded, System.nanoTime());
+        server.authFailures.verdict(session.remoteHost(), initiatorName(), verified, succeeded, System.nanoTime());
     }
 
     private String initiatorName() {
@@ -281,27 +309,27 @@ final class LoginPhase {
     }
 
     private void refuse(LoginRequestHeader h, int status, int currentStage, String why) {
-        log.info("{}: login of {} refused with status 0x{}{}", connection.remote(), negotiator.initiatorName(),
+        log.info("{}: login of {} refused with status 0x{}{}", wire.remote(), negotiator.initiatorName(),
                 String.format("%04x", status), why == null ? "" : " (" + why + ")");
         respond(h, status, currentStage, false, 0, null, 0);
-        connection.closeAfterFlush();
+        wire.closeAfterFlush();
     }
 
     private void respond(LoginRequestHeader request, int status, int currentStage, boolean transit, int nextStage,
             Map<String, String> keys, int tsih) {
         ByteBuf data = null;
         if (keys != null && !keys.isEmpty()) {
-            data = ctx.alloc().buffer(256);
+            data = wire.alloc().buffer(256);
             TextParameters.write(keys, data);
         }
-        LoginResponseHeader h = responseHeader.begin(ctx.alloc(), data == null ? 0 : data.readableBytes())
+        LoginResponseHeader h = responseHeader.begin(wire.alloc(), data == null ? 0 : data.readableBytes())
                 .stages(currentStage, transit, nextStage)
                 .isid(request.isid())
                 .tsih(tsih)
                 .itt(request.itt())
                 .status(status);
-        connection.sequence().stamp(h);
-        ctx.write(h.toPdu(data), ctx.voidPromise());
-        lastExchangeNanos = ctx.executor().ticker().nanoTime();
+        sequence.stamp(h);
+        wire.write(h.toPdu(data));
+        lastExchangeNanos = wire.executor().ticker().nanoTime();
     }
 }

@@ -15,6 +15,12 @@ final class SessionRegistry {
     private final Map<String, IscsiConnection> sessions = new HashMap<>();
     private int lastTsih;
 
+    /** The I_T nexus a normal session of {@code initiator} with {@code isid} to {@code target} has. */
+    static String nexus(String initiator, long isid, IscsiTargetDefinition target, IscsiServerSettings settings) {
+        return initiator + ",i,0x" + String.format("%012x", isid) + "," + target.iqn()
+                + ",t,0x" + String.format("%04x", settings.targetPortalGroupTag());
+    }
+
     /** A TSIH for a new session: 1..65535, cycling, never 0. */
     synchronized int allocateTsih() {
         lastTsih = lastTsih % 65535 + 1;

@@ -1,7 +1,7 @@
 package io.stripestack.targetserver.iscsi;
 
-import io.netty.channel.ChannelHandlerContext;
 import io.stripestack.targetserver.scsi.ScsiCommandRouter;
+import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -10,9 +10,13 @@ import org.slf4j.LoggerFactory;
  * Task management requests of one session (RFC 7143 section 11.5): ABORT TASK, ABORT TASK SET,
  * LOGICAL UNIT RESET, TARGET WARM and COLD RESET. A task that has not started ends at once; one
  * that is executing is marked, and the response waits until every such task has ended. Resets run
- * on the I/O executor (they may wait for the device) and answer on the event loop.
+ * on the I/O executor (they may wait for the device) and answer on the event loop. It finds the tasks in
+ * the session's {@link SessionTasks}, ends the ones that never started through the {@link TaskPipeline}
+ * and answers on the {@link Wire}.
  *
- * <p>Concurrency: owned by the connection's event loop.
+ * <p>Concurrency: owned by the connection's event loop, like the tasks it aborts and the
+ * {@link PendingTaskManagement}s it keeps count in; a reset runs on the I/O executor and hops back
+ * before it answers.
  */
 final class TaskManagement {
     private static final Logger log = LoggerFactory.getLogger(TaskManagement.class);
@@ -29,35 +33,42 @@ final class TaskManagement {
     private static final int REASSIGNMENT_NOT_SUPPORTED = 4;
     private static final int NOT_SUPPORTED = 5;
 
-    private final IscsiConnection connection;
-    private final ServerContext server;
-    private final ChannelHandlerContext ctx;
+    private final Wire wire;
+    private final SequenceNumbers sequence;
+    private final SessionTasks tasks;
+    private final TaskPipeline pipeline;
+    private final Executor ioExecutor;
     private final IscsiTargetDefinition target;
     private final String nexus;
+    /** TARGET COLD RESET: closes every other session to this target (they may live on other event loops). */
+    private final Runnable closeOtherSessionsOfTarget;
     private final TaskManagementResponseHeader responseHeader = new TaskManagementResponseHeader();
 
-    TaskManagement(IscsiConnection connection, ServerContext server, ChannelHandlerContext ctx,
-            IscsiTargetDefinition target, String nexus) {
-        this.connection = connection;
-        this.server = server;
-        this.ctx = ctx;
+    TaskManagement(Wire wire, SequenceNumbers sequence, SessionTasks tasks, TaskPipeline pipeline, Executor ioExecutor,
+            IscsiTargetDefinition target, String nexus, Runnable closeOtherSessionsOfTarget) {
+        this.wire = wire;
+        this.sequence = sequence;
+        this.tasks = tasks;
+        this.pipeline = pipeline;
+        this.ioExecutor = ioExecutor;
         this.target = target;
         this.nexus = nexus;
+        this.closeOtherSessionsOfTarget = closeOtherSessionsOfTarget;
     }
 
     void request(TaskManagementHeader h) {
-        connection.sequence().retire(h.immediate());
+        sequence.retire(h.immediate());
         int function = h.function();
         int itt = h.itt();
         long lun = h.lun();
         PendingTaskManagement pending = new PendingTaskManagement(itt, function, lun);
         switch (function) {
             case ABORT_TASK: {
-                IscsiTask task = connection.taskByItt(h.referencedTaskTag());
+                IscsiTask task = tasks.byItt(h.referencedTaskTag());
                 if (task == null) {
                     // RFC 7143 section 11.5.1: a RefCmdSN still inside the window names a command not
                     // received yet (complete); below the window the command already finished (no task)
-                    boolean notYetReceived = connection.sequence().inWindow(h.refCmdSn());
+                    boolean notYetReceived = sequence.inWindow(h.refCmdSn());
                     respond(itt, notYetReceived ? COMPLETE : TASK_DOES_NOT_EXIST);
                     return;
                 }
@@ -89,10 +100,8 @@ final class TaskManagement {
     }
 
     private void abortAll(PendingTaskManagement pending, long lun) {
-        for (IscsiTask task : connection.tasksSnapshot()) {
-            if (lun < 0 || task.lun() == lun) {
-                abort(task, pending);
-            }
+        for (IscsiTask task : tasks.onLun(lun)) {
+            abort(task, pending);
         }
     }
 
@@ -101,9 +110,8 @@ final class TaskManagement {
         if (task.aborted) {
             return;
         }
-        if (task.state == IscsiTask.State.COLLECTING_DATA || connection.dataIn().withdraw(task)
-                || server.copies.withdraw(task)) {
-            connection.dropUnstarted(task);
+        if (task.state == IscsiTask.State.COLLECTING_DATA || pipeline.withdrawWaiting(task)) {
+            pipeline.dropUnstarted(task);
         } else {
             task.aborted = true;
             task.abortWaiter = pending;
@@ -123,12 +131,12 @@ final class TaskManagement {
         if (pending.function != LOGICAL_UNIT_RESET && pending.function != TARGET_WARM_RESET
                 && pending.function != TARGET_COLD_RESET) {
             respond(pending.itt, COMPLETE);
-            ctx.flush();
+            wire.flush();
             return;
         }
         ScsiCommandRouter router = target.router();
         try {
-            server.ioExecutor.execute(() -> {
+            ioExecutor.execute(() -> {
                 try {
                     if (pending.function == LOGICAL_UNIT_RESET) {
                         router.lunReset(nexus, pending.lun);
@@ -136,10 +144,10 @@ final class TaskManagement {
                         router.targetReset(nexus);
                     }
                 } finally {
-                    connection.eventLoop().execute(() -> {
-                        if (ctx.channel().isActive()) {
+                    wire.executor().execute(() -> {
+                        if (wire.open()) {
                             respond(pending.itt, COMPLETE);
-                            ctx.flush();
+                            wire.flush();
                         }
                         if (pending.function == TARGET_COLD_RESET) {
                             closeTargetSessions();
@@ -157,18 +165,14 @@ final class TaskManagement {
      * connection of every session to this target, this one included (after its response is flushed).
      */
     private void closeTargetSessions() {
-        log.info("{}: TARGET COLD RESET of {}: closing all its sessions", connection.remote(), target.iqn());
-        for (IscsiConnection other : server.sessions.connections()) {
-            if (other != connection && other.target() == target) {
-                other.closeFromAnyThread();
-            }
-        }
-        connection.closeAfterFlush();
+        log.info("{}: TARGET COLD RESET of {}: closing all its sessions", wire.remote(), target.iqn());
+        closeOtherSessionsOfTarget.run();
+        wire.closeAfterFlush();
     }
 
     private void respond(int itt, int response) {
-        TaskManagementResponseHeader h = responseHeader.begin(ctx.alloc(), 0).response(response).itt(itt);
-        connection.sequence().stamp(h);
-        ctx.write(h.toPdu(null), ctx.voidPromise());
+        TaskManagementResponseHeader h = responseHeader.begin(wire.alloc(), 0).response(response).itt(itt);
+        sequence.stamp(h);
+        wire.write(h.toPdu(null));
     }
 }

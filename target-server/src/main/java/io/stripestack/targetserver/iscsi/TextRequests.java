@@ -1,7 +1,6 @@
 package io.stripestack.targetserver.iscsi;
 
 import io.netty.buffer.ByteBuf;
-import io.netty.channel.ChannelHandlerContext;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -11,15 +10,18 @@ import java.util.Map;
 /**
  * Text requests of the full feature phase (RFC 7143 section 11.10): SendTargets, answered in pieces
  * of the initiator's MaxRecvDataSegmentLength with the C bit and a TTT while more follows; every
- * other key is NotUnderstood. SendTargets lists only targets this initiator may log in to.
+ * other key is NotUnderstood. SendTargets lists only targets this initiator may log in to. The
+ * answer's Target Transfer Tag comes from the session's {@link SessionTasks}, so it is never one a write
+ * is using.
  *
- * <p>Concurrency: owned by the connection's event loop.
+ * <p>Concurrency: owned by the connection's event loop, with the answer it keeps between pieces.
  */
 final class TextRequests {
-    private final IscsiConnection connection;
-    private final ServerContext server;
-    private final ChannelHandlerContext ctx;
+    private final Wire wire;
+    private final SequenceNumbers sequence;
     private final NegotiatedParameters params;
+    private final SessionTasks tasks;
+    private final ServerContext server;
     /** The target of a normal session (SendTargets=All names only it); null in a discovery session. */
     private final IscsiTargetDefinition sessionTarget;
     private final String initiatorName;
@@ -27,36 +29,37 @@ final class TextRequests {
     private int pendingTtt;
     private final TextResponseHeader responseHeader = new TextResponseHeader();
 
-    TextRequests(IscsiConnection connection, ServerContext server, ChannelHandlerContext ctx, NegotiatedParameters params,
-            IscsiTargetDefinition sessionTarget, String initiatorName) {
-        this.connection = connection;
-        this.server = server;
-        this.ctx = ctx;
+    TextRequests(Wire wire, SequenceNumbers sequence, NegotiatedParameters params, SessionTasks tasks,
+            ServerContext server, IscsiTargetDefinition sessionTarget, String initiatorName) {
+        this.wire = wire;
+        this.sequence = sequence;
         this.params = params;
+        this.tasks = tasks;
+        this.server = server;
         this.sessionTarget = sessionTarget;
         this.initiatorName = initiatorName;
     }
 
     void request(TextRequestHeader h, ByteBuf data) {
-        connection.sequence().retire(h.immediate());
+        sequence.retire(h.immediate());
         int itt = h.itt();
         int ttt = h.ttt();
         if (h.continues()) {
             // multi-PDU text requests are not needed by SendTargets; refuse rather than guess
-            connection.sendReject(h.buffer(), Bhs.REJECT_COMMAND_NOT_SUPPORTED);
+            wire.reject(h.buffer(), Bhs.REJECT_COMMAND_NOT_SUPPORTED);
             return;
         }
         if (ttt != Bhs.RESERVED_TAG) {
             if (pending != null && ttt == pendingTtt) {
                 sendChunk(itt, h.lunField());
             } else {
-                connection.sendReject(h.buffer(), Bhs.REJECT_INVALID_PDU_FIELD);
+                wire.reject(h.buffer(), Bhs.REJECT_INVALID_PDU_FIELD);
             }
             return;
         }
         release();
         Map<String, String> keys = TextParameters.parse(data);
-        ByteBuf response = ctx.alloc().buffer(256);
+        ByteBuf response = wire.alloc().buffer(256);
         for (Map.Entry<String, String> e : keys.entrySet()) {
             if (e.getKey().equals("SendTargets")) {
                 sendTargets(e.getValue(), response);
@@ -65,7 +68,7 @@ final class TextRequests {
             }
         }
         pending = response;
-        pendingTtt = connection.nextTargetTransferTag();
+        pendingTtt = tasks.nextTargetTransferTag();
         sendChunk(itt, h.lunField());
     }
 
@@ -83,15 +86,15 @@ final class TextRequests {
         int length = Math.min(all.readableBytes(), params.initiatorMaxRecvDataSegmentLength);
         boolean last = length == all.readableBytes();
         ByteBuf chunk = all.readRetainedSlice(length);
-        TextResponseHeader h = responseHeader.begin(ctx.alloc(), length)
+        TextResponseHeader h = responseHeader.begin(wire.alloc(), length)
                 .lunField(lunField)
                 .itt(itt)
                 .ttt(last ? Bhs.RESERVED_TAG : pendingTtt);
         if (!last) {
             h.continues();
         }
-        connection.sequence().stamp(h);
-        ctx.write(h.toPdu(chunk), ctx.voidPromise());
+        sequence.stamp(h);
+        wire.write(h.toPdu(chunk));
         if (last) {
             all.release();
             pending = null;
@@ -119,7 +122,7 @@ final class TextRequests {
         if (!server.settings.portalAddresses().isEmpty()) {
             return server.settings.portalAddresses();
         }
-        SocketAddress local = ctx.channel().localAddress();
+        SocketAddress local = wire.local();
         if (local instanceof InetSocketAddress) {
             InetSocketAddress inet = (InetSocketAddress) local;
             String host = inet.getAddress().getHostAddress();

@@ -12,7 +12,7 @@ import java.util.concurrent.atomic.LongAdder;
  * The byte budget for SCSI write (Data-Out) buffers of every connection of one server, so that
  * initiators announcing large writes cannot make the target allocate more than it can afford: each
  * write command's buffer is its whole Expected Data Transfer Length, up to
- * {@link IscsiConnection#MAX_WRITE_TRANSFER}, and a session may have its whole CmdSN window of them.
+ * {@link ScsiCommands#MAX_WRITE_TRANSFER}, and a session may have its whole CmdSN window of them.
  *
  * <p>Why per server: the memory at risk is the process's, shared by all sessions and event loops;
  * a per-connection budget would still grow with the number of connections. Fairness between
@@ -42,9 +42,9 @@ import java.util.concurrent.atomic.LongAdder;
  * <p>Concurrency: thread-safe; every method may be called from any event loop (and
  * {@link #release} from an I/O worker). The monitor of this object guards the pool counters, the
  * queue, the three budget fields of each {@link IscsiTask} ({@code budgetHeld},
- * {@code unsolicitedHeld}, {@code queuedForBudget}) and each connection's {@code writeBufferHeld} and
- * {@code unsolicitedHeld}. A grant made by a release on another thread is
- * delivered with {@link IscsiConnection#writeBufferGranted}, outside the monitor, which hops onto the
+ * {@code unsolicitedHeld}, {@code queuedForBudget}) and each session's {@link SessionTasks#writeBufferHeld} and
+ * {@link SessionTasks#unsolicitedHeld}. A grant made by a release on another thread is
+ * delivered with {@link SessionTasks#writeBufferGranted}, outside the monitor, which hops onto the
  * task's event loop; a grant and an abort of the same task may cross, so releasing is idempotent.
  */
 final class WriteBufferBudget {
@@ -52,7 +52,7 @@ final class WriteBufferBudget {
     private final long unsolicitedAllowanceBytes;
     private final long perSessionBytes;
     /** Sessions whose first waiting command their share holds back, during one pass over the queue. */
-    private final Map<IscsiConnection, Boolean> passedSessions = new IdentityHashMap<>();
+    private final Map<SessionTasks, Boolean> passedSessions = new IdentityHashMap<>();
     private final ArrayDeque<IscsiTask> queue = new ArrayDeque<>();
     private long grantedBytes;
     private long unsolicitedBytes;
@@ -80,7 +80,7 @@ final class WriteBufferBudget {
      */
     synchronized boolean tryReserve(IscsiTask task) {
         long bytes = task.expectedTransferLength();
-        if (!shareFits(task.connection, bytes) || !fits(bytes) || mustWaitBehindQueue(task.connection)) {
+        if (!shareFits(task.session, bytes) || !fits(bytes) || mustWaitBehindQueue(task.session)) {
             return false;
         }
         grant(task);
@@ -92,29 +92,29 @@ final class WriteBufferBudget {
      * (a session's commands are granted in order), or another session's first waiting command is held back by
      * the budget rather than by its session's share.
      */
-    private boolean mustWaitBehindQueue(IscsiConnection session) {
+    private boolean mustWaitBehindQueue(SessionTasks session) {
         if (queue.isEmpty()) {
             return false;
         }
         passedSessions.clear();
         for (IscsiTask waiting : queue) {
-            if (waiting.connection == session) {
+            if (waiting.session == session) {
                 return true;
             }
-            if (passedSessions.containsKey(waiting.connection)) {
+            if (passedSessions.containsKey(waiting.session)) {
                 continue;
             }
-            if (shareFits(waiting.connection, waiting.expectedTransferLength())) {
+            if (shareFits(waiting.session, waiting.expectedTransferLength())) {
                 return true;
             }
-            passedSessions.put(waiting.connection, Boolean.TRUE);
+            passedSessions.put(waiting.session, Boolean.TRUE);
         }
         return false;
     }
 
     /**
      * Takes the task's whole buffer from the budget like {@link #tryReserve}, or else queues the task
-     * and returns false; {@link IscsiConnection#writeBufferGranted} follows when it is granted.
+     * and returns false; {@link SessionTasks#writeBufferGranted} follows when it is granted.
      */
     synchronized boolean reserveOrQueue(IscsiTask task) {
         if (tryReserve(task)) {
@@ -128,7 +128,7 @@ final class WriteBufferBudget {
 
     /** Takes {@code bytes} of unsolicited data for the task from the allowance, if they fit. */
     synchronized boolean tryHoldUnsolicited(IscsiTask task, int bytes) {
-        IscsiConnection session = task.connection;
+        SessionTasks session = task.session;
         if (unsolicitedBytes + bytes > unsolicitedAllowanceBytes
                 || session.unsolicitedHeld != 0 && session.unsolicitedHeld + bytes > perSessionBytes / 4) {
             return false;
@@ -143,7 +143,7 @@ final class WriteBufferBudget {
     /** The task's unsolicited data moved into its granted buffer: its allowance returns. */
     synchronized void releaseUnsolicited(IscsiTask task) {
         unsolicitedBytes -= task.unsolicitedHeld;
-        task.connection.unsolicitedHeld -= task.unsolicitedHeld;
+        task.session.unsolicitedHeld -= task.unsolicitedHeld;
         task.unsolicitedHeld = 0;
     }
 
@@ -160,12 +160,12 @@ final class WriteBufferBudget {
         List<IscsiTask> granted = null;
         synchronized (this) {
             unsolicitedBytes -= task.unsolicitedHeld;
-            task.connection.unsolicitedHeld -= task.unsolicitedHeld;
+            task.session.unsolicitedHeld -= task.unsolicitedHeld;
             task.unsolicitedHeld = 0;
             if (task.budgetHeld) {
                 task.budgetHeld = false;
                 grantedBytes -= task.expectedTransferLength();
-                task.connection.writeBufferHeld -= task.expectedTransferLength();
+                task.session.writeBufferHeld -= task.expectedTransferLength();
             } else if (task.queuedForBudget) {
                 task.queuedForBudget = false;
                 queue.remove(task);
@@ -178,11 +178,11 @@ final class WriteBufferBudget {
             for (Iterator<IscsiTask> it = queue.iterator(); it.hasNext(); ) {
                 IscsiTask next = it.next();
                 long bytes = next.expectedTransferLength();
-                if (passedSessions.containsKey(next.connection)) {
+                if (passedSessions.containsKey(next.session)) {
                     continue;
                 }
-                if (!shareFits(next.connection, bytes)) {
-                    passedSessions.put(next.connection, Boolean.TRUE);
+                if (!shareFits(next.session, bytes)) {
+                    passedSessions.put(next.session, Boolean.TRUE);
                     continue;
                 }
                 if (!fits(bytes)) {
@@ -199,7 +199,7 @@ final class WriteBufferBudget {
         }
         if (granted != null) {
             for (IscsiTask next : granted) {
-                next.connection.writeBufferGranted(next);
+                next.session.writeBufferGranted(next);
             }
         }
     }
@@ -208,13 +208,13 @@ final class WriteBufferBudget {
         return grantedBytes == 0 || grantedBytes + bytes <= budgetBytes;
     }
 
-    private boolean shareFits(IscsiConnection session, long bytes) {
+    private boolean shareFits(SessionTasks session, long bytes) {
         return session.writeBufferHeld == 0 || session.writeBufferHeld + bytes <= perSessionBytes;
     }
 
     private void grant(IscsiTask task) {
         grantedBytes += task.expectedTransferLength();
-        task.connection.writeBufferHeld += task.expectedTransferLength();
+        task.session.writeBufferHeld += task.expectedTransferLength();
         task.budgetHeld = true;
         notePeak();
     }
