@@ -6,10 +6,10 @@ import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.util.concurrent.EventExecutor;
+import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -26,11 +26,13 @@ import org.slf4j.LoggerFactory;
  *       {@link DataInSender} (Data-In, responses and the Data-In budget) and {@link TaskManagement};</li>
  *   <li>{@link TextRequests}: text requests (SendTargets);</li>
  *   <li>{@link Liveness}: NOP-Out, NOP-In pings and stalled writes;</li>
- *   <li>here: the channel's lifecycle, the session's registration, logout and drain;</li>
+ *   <li>{@link SessionEnd}: logout and drain;</li>
+ *   <li>here: the channel's lifecycle, the opcode switch and the session's registration;</li>
  *   <li>{@link SequenceNumbers}: StatSN and the CmdSN window every response carries.</li>
  * </ul>
  * The parts reach the connection only through the {@link Wire} it implements and the narrow interfaces
- * they name ({@link LoginPhase.Session}, {@link TaskPipeline}, {@link SessionTasks.Events}).
+ * they name ({@link LoginPhase.Session}, {@link TaskPipeline}, {@link SessionTasks.Events},
+ * {@link SessionEnd.Commands}).
  *
  * <p>Concurrency: this object and every part above are owned by the channel's event loop. SCSI
  * commands run on the server's I/O executor ({@link IscsiTask}) and come back to the event loop to
@@ -42,11 +44,6 @@ import org.slf4j.LoggerFactory;
 final class IscsiConnection extends ChannelInboundHandlerAdapter implements Wire, LoginPhase.Session {
     private static final Logger log = LoggerFactory.getLogger(IscsiConnection.class);
 
-    private static final int ASYNC_EVENT_LOGOUT_REQUEST = 1;
-    private static final int LOGOUT_CLOSE_SESSION = 0;
-    private static final int LOGOUT_CLOSE_CONNECTION = 1;
-    private static final int LOGOUT_CONNECTION_RECOVERY_NOT_SUPPORTED = 2;
-
     private final ServerContext server;
     private final PduDecoder decoder;
     private final PduEncoder encoder;
@@ -54,6 +51,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter implements Wire
     private ChannelHandlerContext ctx;
     private LoginPhase login;
     private Liveness liveness;
+    private SessionEnd end;
     /** A final answer (failed login, logout) is on its way out: later PDUs are ignored. */
     private boolean closing;
     private boolean fullFeature;
@@ -72,12 +70,6 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter implements Wire
     private DataOutCollector dataOut;
     private TaskManagement taskManagement;
     private TextRequests text;
-    private int pendingLogoutItt;
-    private boolean logoutPending;
-    private boolean draining;
-    /** The target asked the initiator to log out and gives it until the drain grace ends. */
-    private boolean awaitingRequestedLogout;
-    private Promise<Void> drained;
 
     // ---- header views, re-pointed at each PDU (see PduHeader)
     private final ScsiCommandHeader scsiCommandHeader = new ScsiCommandHeader();
@@ -86,8 +78,6 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter implements Wire
     private final TaskManagementHeader taskManagementHeader = new TaskManagementHeader();
     private final TextRequestHeader textRequestHeader = new TextRequestHeader();
     private final LogoutRequestHeader logoutRequestHeader = new LogoutRequestHeader();
-    private final LogoutResponseHeader logoutResponseHeader = new LogoutResponseHeader();
-    private final AsyncMessageHeader asyncMessageHeader = new AsyncMessageHeader();
     private final RejectHeader rejectHeader = new RejectHeader();
 
     IscsiConnection(ServerContext server, PduDecoder decoder, PduEncoder encoder) {
@@ -167,14 +157,19 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter implements Wire
     }
 
     @Override
-    public void close() {
-        ctx.close();
+    public Future<Void> close() {
+        return ctx.close();
     }
 
     @Override
     public void closeAfterFlush() {
         closing = true;
         ctx.writeAndFlush(ctx.alloc().buffer(0)).addListener(ChannelFutureListener.CLOSE);
+    }
+
+    @Override
+    public boolean closing() {
+        return closing;
     }
 
     /**
@@ -193,6 +188,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter implements Wire
     public void handlerAdded(ChannelHandlerContext context) {
         this.ctx = context;
         this.liveness = new Liveness(this, sequence, server.settings.nopInInterval());
+        this.end = new SessionEnd(this, sequence, server.settings.drainTimeout());
     }
 
     @Override
@@ -234,7 +230,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter implements Wire
         registered = false;
         server.slots.release(this);
         server.connections.remove(this);
-        completeDrainIfIdle();
+        end.connectionClosed();
         context.fireChannelInactive();
     }
 
@@ -336,7 +332,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter implements Wire
             case Bhs.OP_LOGOUT_REQUEST: {
                 LogoutRequestHeader request = logoutRequestHeader.wrap(h);
                 if (sequence.accept(request)) {
-                    logout(request);
+                    end.logout(request);
                 }
                 break;
             }
@@ -364,11 +360,6 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter implements Wire
     }
 
     @Override
-    public boolean closing() {
-        return closing;
-    }
-
-    @Override
     public void closeNow() {
         closing = true;
         ctx.close();
@@ -390,10 +381,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter implements Wire
             initiatorName = negotiator.initiatorName();
             nexus = SessionRegistry.nexus(negotiator.initiatorName(), isid, target, server.settings);
             scsi = new ScsiCommands(this, sequence, params, server, target, nexus, this::closeOtherSessionsOfTarget,
-                    this::taskEnded);
-            if (draining) {
-                scsi.stopAdmitting();
-            }
+                    end::taskEnded);
             tasks = scsi.tasks();
             dataOut = scsi.dataOut();
             taskManagement = scsi.taskManagement();
@@ -418,6 +406,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter implements Wire
             log.debug("{}: discovery session of {}", remote(), negotiator.initiatorName());
         }
         liveness.start(params, tasks);
+        end.started(params, scsi);
         return tsih;
     }
 
@@ -458,107 +447,11 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter implements Wire
         }
     }
 
-    // ------------------------------------------------------------------ logout and shutdown
-
-    private void logout(LogoutRequestHeader h) {
-        sequence.retire(h.immediate());
-        int reason = h.reasonCode();
-        pendingLogoutItt = h.itt();
-        if (reason != LOGOUT_CLOSE_SESSION && reason != LOGOUT_CLOSE_CONNECTION) {
-            sendLogoutHeader(LOGOUT_CONNECTION_RECOVERY_NOT_SUPPORTED);
-            return;
-        }
-        logoutPending = true;
-        if (scsi != null) {
-            scsi.stopAdmitting();
-            scsi.dropUnstartedForLogout();
-        }
-        readInterestChanged();
-        if (executing() == 0) {
-            sendLogoutResponse();
-        }
-    }
-
-    /** A task was answered: a logout or a drain may have waited for the last one. */
-    private void taskEnded() {
-        if (logoutPending && executing() == 0) {
-            sendLogoutResponse();
-        }
-        completeDrainIfIdle();
-    }
-
-    private int executing() {
-        return scsi == null ? 0 : scsi.executing();
-    }
-
-    private void sendLogoutResponse() {
-        logoutPending = false;
-        sendLogoutHeader(0);
-        closeAfterFlush();
-    }
-
-    private void sendLogoutHeader(int response) {
-        LogoutResponseHeader h = logoutResponseHeader.begin(ctx.alloc(), 0)
-                .response(response)
-                .itt(pendingLogoutItt)
-                .time2Wait(params.defaultTime2Wait)
-                .time2Retain(params.defaultTime2Retain);
-        sequence.stamp(h);
-        ctx.write(h.toPdu(null), ctx.voidPromise());
-    }
-
     /**
-     * Graceful close: stops taking commands, asks a logged-in initiator to log out (Async Message,
-     * RFC 7143 section 11.9) and closes the connection once no command is executing and the
-     * initiator logged out or half the drain timeout passed. The promise completes when the
-     * connection is closed. Safe from any thread; a second drain (an administrative change and a login
-     * that ends itself, or a shutdown) joins the first and completes with it.
+     * Graceful close ({@link SessionEnd#drain}): stops taking commands, asks a logged-in initiator to log out and
+     * closes once idle; the promise completes when the connection is closed. Safe from any thread.
      */
     Promise<Void> drain() {
-        Promise<Void> promise = ctx.executor().newPromise();
-        ctx.executor().execute(() -> {
-            if (drained != null) {
-                drained.addListener(f -> promise.trySuccess(null));
-                return;
-            }
-            draining = true;
-            drained = promise;
-            if (scsi != null) {
-                scsi.stopAdmitting();
-            }
-            if (ctx.channel().isActive() && fullFeature && target != null && !closing) {
-                long graceMillis = server.settings.drainTimeout().toMillis() / 2;
-                sendAsyncLogoutRequest((int) Math.max(1, graceMillis / 1000));
-                ctx.flush();
-                awaitingRequestedLogout = true;
-                ctx.executor().schedule(() -> {
-                    awaitingRequestedLogout = false;
-                    completeDrainIfIdle();
-                }, graceMillis, TimeUnit.MILLISECONDS);
-            }
-            completeDrainIfIdle();
-        });
-        return promise;
-    }
-
-    private void sendAsyncLogoutRequest(int secondsToLogout) {
-        AsyncMessageHeader h = asyncMessageHeader.begin(ctx.alloc(), 0)
-                .itt(Bhs.RESERVED_TAG)
-                .asyncEvent(ASYNC_EVENT_LOGOUT_REQUEST)
-                .parameter3(secondsToLogout);
-        sequence.stamp(h);
-        ctx.write(h.toPdu(null), ctx.voidPromise());
-    }
-
-    private void completeDrainIfIdle() {
-        if (!draining) {
-            return;
-        }
-        if (!ctx.channel().isActive()) {
-            drained.trySuccess(null);
-        } else if (executing() == 0 && !awaitingRequestedLogout) {
-            ctx.flush();
-            ctx.close().addListener(f -> drained.trySuccess(null));
-        }
+        return end.drain();
     }
 }

@@ -24,9 +24,6 @@ final class LoginPhase {
         /** The remote IP address alone (no port): the source the CHAP failure throttle counts. */
         String remoteHost();
 
-        /** Whether a final answer is on its way out already (later requests are ignored). */
-        boolean closing();
-
         /** Closes at once; later PDUs are ignored. */
         void closeNow();
 
@@ -289,7 +286,7 @@ final class LoginPhase {
         wire.executor().schedule(() -> {
             deferred = false;
             try {
-                if (wire.open() && !session.closing()) {
+                if (wire.open() && !wire.closing()) {
                     wire.readInterestChanged();
                     process(requestHeader.wrap(header), keys);
                     wire.flush();

@@ -14,14 +14,14 @@ import java.util.concurrent.RejectedExecutionException;
  *
  * <p>Admission keeps the bounds of RFC 7143 and of the server: a tag in use is rejected, immediate commands are
  * bounded by the queue depth (TASK SET FULL beyond it), a write may announce at most {@link #MAX_WRITE_TRANSFER}
- * bytes and immediate data only as negotiated; once the session ends (logout, drain) every new command is
- * rejected "waiting for logout".
+ * bytes and immediate data only as negotiated; once the session ends ({@link SessionEnd}: logout, drain) every
+ * new command is rejected "waiting for logout".
  *
  * <p>Concurrency: owned by the connection's event loop, like the parts it builds and the task table. A task runs
  * on an I/O worker and comes back through the event loop's queue; {@link #writeBufferGranted} and
  * {@link #copyGranted} are called on any thread and hop onto the event loop.
  */
-final class ScsiCommands implements TaskPipeline, SessionTasks.Events {
+final class ScsiCommands implements TaskPipeline, SessionTasks.Events, SessionEnd.Commands {
     /** Largest Expected Data Transfer Length buffered for a write; above it the command is rejected. */
     static final int MAX_WRITE_TRANSFER = 64 << 20;
 
@@ -70,12 +70,14 @@ final class ScsiCommands implements TaskPipeline, SessionTasks.Events {
         return dataIn.hasWaiting();
     }
 
-    int executing() {
+    @Override
+    public int executing() {
         return tasks.executingCount();
     }
 
     /** The session ends (logout, drain): every later command is rejected. */
-    void stopAdmitting() {
+    @Override
+    public void stopAdmitting() {
         admitting = false;
     }
 
@@ -238,7 +240,8 @@ final class ScsiCommands implements TaskPipeline, SessionTasks.Events {
      * Logout: every task that has not started ends without an answer. Reads waiting for Data-In room and writes
      * still waiting for Data-Out can never complete now; copies waiting for their turn need not.
      */
-    void dropUnstartedForLogout() {
+    @Override
+    public void dropUnstartedForLogout() {
         dataIn.dropWaiting();
         for (IscsiTask task : tasks.snapshot()) {
             if (task.state == IscsiTask.State.COLLECTING_DATA) {

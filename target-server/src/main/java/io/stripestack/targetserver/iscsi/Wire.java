@@ -4,6 +4,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.util.concurrent.EventExecutor;
+import io.netty.util.concurrent.Future;
 import java.net.SocketAddress;
 
 /**
@@ -39,11 +40,14 @@ interface Wire {
     /** The local address the initiator reached (the portal SendTargets names when none is configured). */
     SocketAddress local();
 
-    /** Closes now; PDUs already queued may be lost. */
-    void close();
+    /** Closes now (PDUs not flushed may be lost); the future completes once the connection is closed. */
+    Future<Void> close();
 
     /** A final answer is queued: later PDUs are ignored and the connection closes once it has been written. */
     void closeAfterFlush();
+
+    /** Whether a final answer is on its way out already (later PDUs are ignored). */
+    boolean closing();
 
     /** Whether the socket should be read decides anew: a read started or stopped waiting for the target. */
     void readInterestChanged();

@@ -6,6 +6,7 @@ import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.UnpooledByteBufAllocator;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.util.concurrent.EventExecutor;
+import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.ImmediateEventExecutor;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
@@ -108,14 +109,20 @@ final class RecordingWire implements Wire {
     }
 
     @Override
-    public void close() {
+    public Future<Void> close() {
         closed = true;
         open = false;
+        return ImmediateEventExecutor.INSTANCE.newSucceededFuture(null);
     }
 
     @Override
     public void closeAfterFlush() {
         closedAfterFlush = true;
+    }
+
+    @Override
+    public boolean closing() {
+        return closedAfterFlush;
     }
 
     @Override
