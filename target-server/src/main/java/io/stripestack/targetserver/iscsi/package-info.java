@@ -6,6 +6,9 @@
  * <h2>Pipeline and threads</h2>
  * Each TCP connection has {@code PduDecoder -> PduEncoder -> IscsiConnection} on one event loop,
  * which owns all connection and session state (MaxConnections is 1, so a session is its connection).
+ * {@code IscsiConnection} hands each PDU's typed header view to the part that handles it; the parts reach it
+ * only through narrow interfaces ({@code Wire}, {@code TaskPipeline}, {@code SessionTasks}), so none of them
+ * names the connection.
  * SCSI commands run on the server's I/O executor ({@code IscsiTask} hops there and back); the event
  * loop never blocks, so a bare connect, an idle or a garbage-sending connection costs others nothing.
  *
