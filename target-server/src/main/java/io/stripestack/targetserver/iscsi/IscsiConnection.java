@@ -63,8 +63,6 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter implements Wire
     private String nexus;
     private String initiatorName;
     private boolean registered;
-    /** The session's tasks; in a discovery session only the Target Transfer Tags it hands out. */
-    private SessionTasks tasks;
     /** Null in a discovery session. */
     private ScsiCommands scsi;
     private DataOutCollector dataOut;
@@ -377,6 +375,7 @@ final class IscsiConnection extends ChannelInboundHandlerAdapter implements Wire
         discovery = negotiator.discovery();
         target = negotiator.target();
         int tsih = server.sessions.allocateTsih();
+        SessionTasks tasks;
         if (target != null) {
             initiatorName = negotiator.initiatorName();
             nexus = SessionRegistry.nexus(negotiator.initiatorName(), isid, target, server.settings);

@@ -152,10 +152,6 @@ final class SessionTasks {
         return null;
     }
 
-    int size() {
-        return byItt.size();
-    }
-
     void executed(IscsiTask task) {
         events.executed(task);
     }
