@@ -1,5 +1,6 @@
 package io.stripestack.initiator;
 
+import io.stripestack.iscsi.proto.Bhs;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.nio.ByteBuffer;
@@ -101,8 +102,8 @@ final class CommandPath {
             }
             boolean moreUnsolicited = unsolicitedEnd > immediate;
             ByteBuffer h = t.commandHeader;
-            Bhs.startRequest(h, Bhs.OP_SCSI_COMMAND, (moreUnsolicited ? 0 : Bhs.FINAL)
-                    | (read && length > 0 ? Bhs.COMMAND_READ : 0) | (write ? Bhs.COMMAND_WRITE : 0)
+            Bhs.startRequest(h, Bhs.OP_SCSI_COMMAND, (moreUnsolicited ? 0 : Bhs.FINAL_BIT)
+                    | (read && length > 0 ? Bhs.COMMAND_READ_BIT : 0) | (write ? Bhs.COMMAND_WRITE_BIT : 0)
                     | Bhs.TASK_ATTR_SIMPLE);
             Bhs.putDataSegmentLength(h, immediate);
             Bhs.putLun(h, lunField);
@@ -115,7 +116,7 @@ final class CommandPath {
                 Bhs.putExpStatSn(h, sequence.expStatSn());
                 pdus.send(h, data, t.base, immediate);
                 if (moreUnsolicited) {
-                    sendDataOut(t, Bhs.NO_TAG, immediate, unsolicitedEnd - immediate);
+                    sendDataOut(t, Bhs.RESERVED_TAG, immediate, unsolicitedEnd - immediate);
                 }
             } finally {
                 sendLock.unlock();
@@ -198,7 +199,7 @@ final class CommandPath {
         try {
             t.start(null, 0, false);
             ByteBuffer h = t.commandHeader;
-            Bhs.startRequest(h, Bhs.OP_LOGOUT | Bhs.IMMEDIATE, Bhs.FINAL); // reason code 0: close the session
+            Bhs.startRequest(h, Bhs.OP_LOGOUT_REQUEST | Bhs.IMMEDIATE_BIT, Bhs.FINAL_BIT); // reason code 0: close the session
             Bhs.putItt(h, t.itt);
             sendLock.lock();
             try {
@@ -257,7 +258,7 @@ final class CommandPath {
             int dataSn = 0;
             for (int sent = 0; sent < length; dataSn++) {
                 int n = Math.min(pduMax, length - sent);
-                Bhs.startRequest(h, Bhs.OP_DATA_OUT, sent + n == length ? Bhs.FINAL : 0);
+                Bhs.startRequest(h, Bhs.OP_DATA_OUT, sent + n == length ? Bhs.FINAL_BIT : 0);
                 Bhs.putDataSegmentLength(h, n);
                 Bhs.putLun(h, lunField);
                 Bhs.putItt(h, t.itt);

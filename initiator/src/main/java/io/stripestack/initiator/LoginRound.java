@@ -1,5 +1,6 @@
 package io.stripestack.initiator;
 
+import io.stripestack.iscsi.proto.Bhs;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -62,8 +63,8 @@ final class LoginRound {
         }
         byte[] data = text.toString().getBytes(StandardCharsets.UTF_8);
         ByteBuffer h = ByteBuffer.allocate(Bhs.LENGTH);
-        Bhs.startRequest(h, Bhs.OP_LOGIN | Bhs.IMMEDIATE,
-                (transitRequested ? Bhs.FINAL : 0) | csg << 2 | (transitRequested ? nsg : 0));
+        Bhs.startRequest(h, Bhs.OP_LOGIN_REQUEST | Bhs.IMMEDIATE_BIT,
+                (transitRequested ? Bhs.FINAL_BIT : 0) | csg << 2 | (transitRequested ? nsg : 0));
         Bhs.putDataSegmentLength(h, data.length);
         Bhs.putNewSessionIsid(h, isid);
         Bhs.putItt(h, LOGIN_ITT);
@@ -83,7 +84,7 @@ final class LoginRound {
             throw new IscsiProtocolException(description + ": a Login Response with a " + dsl
                     + "-byte data segment; login PDUs carry at most " + LOGIN_SEGMENT_LIMIT + " bytes (RFC 7143)");
         }
-        ByteBuffer body = ByteBuffer.allocate(PduChannel.paddedLength(dsl));
+        ByteBuffer body = ByteBuffer.allocate(Bhs.paddedLength(dsl));
         pdus.readPadded(body, dsl);
         int statusClass = Bhs.loginStatusClass(r);
         int statusDetail = Bhs.loginStatusDetail(r);
@@ -94,7 +95,7 @@ final class LoginRound {
             throw new IscsiLoginException(description + ": login refused: " + statusText(statusClass, statusDetail),
                     statusClass, statusDetail);
         }
-        transit = (Bhs.flags(r) & Bhs.FINAL) != 0;
+        transit = (Bhs.flags(r) & Bhs.FINAL_BIT) != 0;
         Map<String, String> answer = new LinkedHashMap<>();
         for (String pair : new String(body.array(), 0, dsl, StandardCharsets.UTF_8).split("\0")) {
             int eq = pair.indexOf('=');

@@ -1,5 +1,6 @@
 package io.stripestack.initiator;
 
+import io.stripestack.iscsi.proto.Bhs;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.ArrayBlockingQueue;
@@ -52,10 +53,10 @@ final class NopResponder {
         try {
             while (!lifecycle.isEndExpected()) {
                 Ping ping = pings.take();
-                Bhs.startRequest(header, Bhs.OP_NOP_OUT | Bhs.IMMEDIATE, Bhs.FINAL);
+                Bhs.startRequest(header, Bhs.OP_NOP_OUT | Bhs.IMMEDIATE_BIT, Bhs.FINAL_BIT);
                 Bhs.putDataSegmentLength(header, ping.data().length);
                 Bhs.putLun(header, ping.lun());
-                Bhs.putItt(header, Bhs.NO_TAG);
+                Bhs.putItt(header, Bhs.RESERVED_TAG);
                 Bhs.putTtt(header, ping.ttt());
                 Bhs.putCmdSn(header, sequence.nextCmdSn());
                 Bhs.putExpStatSn(header, sequence.expStatSn());

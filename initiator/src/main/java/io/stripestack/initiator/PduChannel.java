@@ -1,5 +1,7 @@
 package io.stripestack.initiator;
 
+import io.stripestack.iscsi.proto.Bhs;
+import io.stripestack.iscsi.proto.Crc32cDigest;
 import java.io.EOFException;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -35,9 +37,9 @@ final class PduChannel {
     private final ByteBuffer[] gather = new ByteBuffer[5];
     private final ByteBuffer padding = ByteBuffer.allocate(4);
     private final ByteBuffer noData = ByteBuffer.allocate(0);
-    private final PduDigest headerDigestOut = new PduDigest();
-    private final PduDigest dataDigestOut = new PduDigest();
-    private final PduDigest digestIn = new PduDigest();
+    private final Crc32cDigest headerDigestOut = new Crc32cDigest();
+    private final Crc32cDigest dataDigestOut = new Crc32cDigest();
+    private final Crc32cDigest digestIn = new Crc32cDigest();
     private final ByteBuffer discarded = ByteBuffer.allocate(DISCARD_BYTES);
     private volatile boolean headerDigests;
     private volatile boolean dataDigests;
@@ -61,10 +63,6 @@ final class PduChannel {
             throw new IOException("cannot connect to " + description + ": " + e.getMessage()
                     + " (is the target running and listening on that address?)", e);
         }
-    }
-
-    static int paddedLength(int length) {
-        return length + ((4 - (length & 3)) & 3);
     }
 
     ReentrantLock sendLock() {
@@ -103,7 +101,7 @@ final class PduChannel {
 
     private void writeGathered(ByteBuffer header, ByteBuffer data, int length) throws IOException {
         header.clear();
-        int padBytes = paddedLength(length) - length;
+        int padBytes = Bhs.paddedLength(length) - length;
         padding.clear().limit(padBytes);
         gather[0] = header;
         gather[1] = headerDigests ? digestOf(headerDigestOut, header, 0) : noData;
@@ -123,7 +121,7 @@ final class PduChannel {
         }
     }
 
-    private static ByteBuffer digestOf(PduDigest digest, ByteBuffer bytes, int zeroPadding) {
+    private static ByteBuffer digestOf(Crc32cDigest digest, ByteBuffer bytes, int zeroPadding) {
         digest.start();
         digest.add(bytes);
         digest.addZeroPadding(zeroPadding);
@@ -157,7 +155,7 @@ final class PduChannel {
 
     /** Reads a data segment of {@code length} bytes and its padding into {@code into} from position 0. */
     void readPadded(ByteBuffer into, int length) throws IOException {
-        into.clear().limit(paddedLength(length));
+        into.clear().limit(Bhs.paddedLength(length));
         readFully(into);
         if (dataDigests && length > 0) {
             digestIn.start();
@@ -178,10 +176,10 @@ final class PduChannel {
             digestIn.start();
             digestIn.add(into.position(start));
             into.position(start + length);
-            skipCounted(paddedLength(length) - length);
+            skipCounted(Bhs.paddedLength(length) - length);
             checkDigest("data");
         } else {
-            skipCounted(paddedLength(length) - length);
+            skipCounted(Bhs.paddedLength(length) - length);
         }
     }
 
@@ -191,7 +189,7 @@ final class PduChannel {
             return;
         }
         digestIn.start();
-        skipCounted(paddedLength(length));
+        skipCounted(Bhs.paddedLength(length));
         if (dataDigests) {
             checkDigest("data");
         }

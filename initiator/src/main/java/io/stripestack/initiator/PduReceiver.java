@@ -1,5 +1,6 @@
 package io.stripestack.initiator;
 
+import io.stripestack.iscsi.proto.Bhs;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import org.slf4j.Logger;
@@ -77,8 +78,8 @@ final class PduReceiver {
                     case Bhs.OP_NOP_IN -> nopIn(header, dsl, itt);
                     case Bhs.OP_LOGOUT_RESPONSE -> logoutResponse(header, dsl, itt);
                     case Bhs.OP_REJECT -> reject(header, dsl);
-                    case Bhs.OP_ASYNC -> asyncMessage(header, dsl);
-                    case Bhs.OP_TMF_RESPONSE -> pdus.discard(dsl);
+                    case Bhs.OP_ASYNC_MESSAGE -> asyncMessage(header, dsl);
+                    case Bhs.OP_TASK_MGMT_RESPONSE -> pdus.discard(dsl);
                     default -> throw new IscsiProtocolException("unexpected PDU opcode 0x" + Integer.toHexString(op));
                 }
             }
@@ -133,9 +134,9 @@ final class PduReceiver {
             }
         }
         t.nextDataSn++;
-        if ((flags & Bhs.DATA_IN_HAS_STATUS) != 0) {
+        if ((flags & Bhs.DATA_IN_STATUS_BIT) != 0) {
             sequence.advanceStatSn(Bhs.statSn(h));
-            complete(t, itt, 0, Bhs.scsiStatus(h), (flags & Bhs.RESIDUAL_UNDERFLOW) != 0, Bhs.residualCount(h),
+            complete(t, itt, 0, Bhs.scsiStatus(h), (flags & Bhs.RESIDUAL_UNDERFLOW_BIT) != 0, Bhs.residualCount(h),
                     TaskSlot.NO_SENSE, TaskSlot.NO_SENSE, TaskSlot.NO_SENSE);
         }
     }
@@ -183,7 +184,7 @@ final class PduReceiver {
                 ascq = senseLength > FIXED_SENSE_ASCQ ? senseByte(FIXED_SENSE_ASCQ) : TaskSlot.NO_SENSE;
             }
         }
-        complete(t, itt, Bhs.response(h), Bhs.scsiStatus(h), (Bhs.flags(h) & Bhs.RESIDUAL_UNDERFLOW) != 0,
+        complete(t, itt, Bhs.response(h), Bhs.scsiStatus(h), (Bhs.flags(h) & Bhs.RESIDUAL_UNDERFLOW_BIT) != 0,
                 Bhs.residualCount(h), senseKey, asc, ascq);
     }
 
@@ -212,12 +213,12 @@ final class PduReceiver {
     private void nopIn(ByteBuffer h, int dsl, int itt) throws IOException {
         updateWindow(h);
         int ttt = Bhs.ttt(h);
-        if (itt != Bhs.NO_TAG) {
+        if (itt != Bhs.RESERVED_TAG) {
             sequence.advanceStatSn(Bhs.statSn(h)); // an answer to a ping of ours (we send none), advance anyway
         }
         byte[] data = new byte[dsl];
         pdus.readSegment(ByteBuffer.wrap(data));
-        if (ttt != Bhs.NO_TAG) {
+        if (ttt != Bhs.RESERVED_TAG) {
             nopResponder.answerLater(ttt, Bhs.lun(h), data);
         }
     }

@@ -1,5 +1,6 @@
 package io.stripestack.initiator;
 
+import io.stripestack.iscsi.proto.Bhs;
 import java.nio.ByteBuffer;
 
 /**

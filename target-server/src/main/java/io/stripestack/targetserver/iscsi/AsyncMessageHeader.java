@@ -1,9 +1,11 @@
 package io.stripestack.targetserver.iscsi;
 
+import io.stripestack.iscsi.proto.Bhs;
+
 /** An Asynchronous Message (RFC 7143 section 11.9). */
 final class AsyncMessageHeader extends ResponseHeader<AsyncMessageHeader> {
-    private static final int ASYNC_EVENT = 36;
-    private static final int PARAMETER_3 = 42;
+    private static final int ASYNC_EVENT = Bhs.ASYNC_EVENT_OFFSET;
+    private static final int PARAMETER_3 = Bhs.PARAMETER_3_OFFSET;
 
     AsyncMessageHeader() {
         super(Bhs.OP_ASYNC_MESSAGE);

@@ -1,8 +1,10 @@
 package io.stripestack.targetserver.iscsi;
 
+import io.stripestack.iscsi.proto.Bhs;
+
 /** A SCSI Data-In (RFC 7143 section 11.7). */
 final class DataInHeader extends StatusHeader<DataInHeader> {
-    private static final int STATUS_BIT = 0x01;
+    private static final int STATUS_BIT = Bhs.DATA_IN_STATUS_BIT;
 
     DataInHeader() {
         super(Bhs.OP_DATA_IN);

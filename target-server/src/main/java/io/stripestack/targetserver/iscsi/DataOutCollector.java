@@ -1,6 +1,7 @@
 package io.stripestack.targetserver.iscsi;
 
 import io.netty.buffer.ByteBuf;
+import io.stripestack.iscsi.proto.Bhs;
 import java.util.concurrent.RejectedExecutionException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

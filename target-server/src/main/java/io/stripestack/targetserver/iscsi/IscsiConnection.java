@@ -8,6 +8,7 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
+import io.stripestack.iscsi.proto.Bhs;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import org.slf4j.Logger;

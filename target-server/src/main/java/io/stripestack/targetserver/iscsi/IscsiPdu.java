@@ -69,7 +69,7 @@ final class IscsiPdu extends AbstractReferenceCounted {
     }
 
     int opcode() {
-        return Bhs.opcode(header);
+        return ByteBufBhs.opcode(header);
     }
 
     @Override

@@ -2,6 +2,7 @@ package io.stripestack.targetserver.iscsi;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.util.concurrent.ScheduledFuture;
+import io.stripestack.iscsi.proto.Bhs;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;

@@ -2,6 +2,7 @@ package io.stripestack.targetserver.iscsi;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.util.concurrent.ScheduledFuture;
+import io.stripestack.iscsi.proto.Bhs;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;

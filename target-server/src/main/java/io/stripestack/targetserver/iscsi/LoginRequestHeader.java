@@ -1,14 +1,16 @@
 package io.stripestack.targetserver.iscsi;
 
+import io.stripestack.iscsi.proto.Bhs;
+
 /** A Login Request (RFC 7143 section 11.12); the response keeps ISID and TSIH at the same place. */
 final class LoginRequestHeader extends RequestHeader<LoginRequestHeader> {
-    static final int TRANSIT_BIT = FINAL_BIT;
-    static final int CURRENT_STAGE_SHIFT = 2;
-    private static final int STAGE_MASK = 3;
+    static final int TRANSIT_BIT = Bhs.FINAL_BIT;
+    static final int CURRENT_STAGE_SHIFT = Bhs.CURRENT_STAGE_SHIFT;
+    private static final int STAGE_MASK = Bhs.STAGE_MASK;
     /** The 6-byte ISID, and the 2-byte TSIH right after it. */
-    static final int ISID = 8;
-    static final int TSIH = 14;
-    private static final int VERSION_MIN = 3;
+    static final int ISID = Bhs.ISID_OFFSET;
+    static final int TSIH = Bhs.TSIH_OFFSET;
+    private static final int VERSION_MIN = Bhs.VERSION_MIN_OFFSET;
 
     boolean transit() {
         return (flags() & TRANSIT_BIT) != 0;

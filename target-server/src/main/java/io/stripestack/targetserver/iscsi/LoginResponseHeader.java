@@ -1,8 +1,10 @@
 package io.stripestack.targetserver.iscsi;
 
+import io.stripestack.iscsi.proto.Bhs;
+
 /** A Login Response (RFC 7143 section 11.13); ISID and TSIH sit where the request has them. */
 final class LoginResponseHeader extends ResponseHeader<LoginResponseHeader> {
-    private static final int LOGIN_STATUS = 36;
+    private static final int LOGIN_STATUS = Bhs.LOGIN_STATUS_OFFSET;
 
     LoginResponseHeader() {
         super(Bhs.OP_LOGIN_RESPONSE);

@@ -1,9 +1,11 @@
 package io.stripestack.targetserver.iscsi;
 
+import io.stripestack.iscsi.proto.Bhs;
+
 /** A Logout Response (RFC 7143 section 11.15). */
 final class LogoutResponseHeader extends ResponseHeader<LogoutResponseHeader> {
-    private static final int TIME_2_WAIT = 40;
-    private static final int TIME_2_RETAIN = 42;
+    private static final int TIME_2_WAIT = Bhs.TIME_2_WAIT_OFFSET;
+    private static final int TIME_2_RETAIN = Bhs.TIME_2_RETAIN_OFFSET;
 
     LogoutResponseHeader() {
         super(Bhs.OP_LOGOUT_RESPONSE);

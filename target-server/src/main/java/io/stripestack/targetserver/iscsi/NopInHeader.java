@@ -1,5 +1,7 @@
 package io.stripestack.targetserver.iscsi;
 
+import io.stripestack.iscsi.proto.Bhs;
+
 /** A NOP-In (RFC 7143 section 11.19): the answer to a ping, or the target's own ping (a TTT, reserved ITT). */
 final class NopInHeader extends ResponseHeader<NopInHeader> {
     NopInHeader() {

@@ -3,6 +3,8 @@ package io.stripestack.targetserver.iscsi;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.ByteToMessageDecoder;
+import io.stripestack.iscsi.proto.Bhs;
+import io.stripestack.iscsi.proto.Crc32cDigest;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -30,7 +32,7 @@ final class PduDecoder extends ByteToMessageDecoder {
     /** RFC 7143 section 6.2: login and text PDUs in the login phase carry at most 8192 bytes. */
     static final int LOGIN_MAX_DATA_SEGMENT = 8192;
 
-    private final Crc32cDigest digest = new Crc32cDigest();
+    private final ByteBufDigest digest = new ByteBufDigest();
     private boolean headerDigest;
     private boolean dataDigest;
     private int maxDataSegmentLength = LOGIN_MAX_DATA_SEGMENT;
@@ -65,8 +67,8 @@ final class PduDecoder extends ByteToMessageDecoder {
             return;
         }
         int start = in.readerIndex();
-        int headerLength = Bhs.headerLength(in);
-        int dataLength = Bhs.dataSegmentLength(in);
+        int headerLength = ByteBufBhs.headerLength(in);
+        int dataLength = ByteBufBhs.dataSegmentLength(in);
         int headerDigestLength = headerDigest ? Crc32cDigest.LENGTH : 0;
         int paddedData = dataLength + Bhs.pad(dataLength);
         int dataDigestLength = dataDigest && dataLength > 0 ? Crc32cDigest.LENGTH : 0;
@@ -86,7 +88,7 @@ final class PduDecoder extends ByteToMessageDecoder {
         }
         if (dataLength > maxDataSegmentLength) {
             log.warn("{}: PDU opcode 0x{} carries {} data bytes, more than the {} declared; rejecting it",
-                    ctx.channel().remoteAddress(), Integer.toHexString(Bhs.opcode(in)),
+                    ctx.channel().remoteAddress(), Integer.toHexString(ByteBufBhs.opcode(in)),
                     dataLength, maxDataSegmentLength);
             out.add(IscsiPdu.malformed(in.retainedSlice(start, Bhs.LENGTH), Bhs.REJECT_PROTOCOL_ERROR));
             in.readerIndex(start + headerPart);

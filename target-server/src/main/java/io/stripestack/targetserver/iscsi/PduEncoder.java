@@ -3,6 +3,8 @@ package io.stripestack.targetserver.iscsi;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.MessageToMessageEncoder;
+import io.stripestack.iscsi.proto.Bhs;
+import io.stripestack.iscsi.proto.Crc32cDigest;
 import java.util.List;
 
 /**
@@ -14,7 +16,7 @@ import java.util.List;
  * connection handler after the final login response has been written.
  */
 final class PduEncoder extends MessageToMessageEncoder<IscsiPdu> {
-    private final Crc32cDigest digest = new Crc32cDigest();
+    private final ByteBufDigest digest = new ByteBufDigest();
     private boolean headerDigest;
     private boolean dataDigest;
 

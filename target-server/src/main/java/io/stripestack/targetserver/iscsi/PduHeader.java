@@ -1,6 +1,7 @@
 package io.stripestack.targetserver.iscsi;
 
 import io.netty.buffer.ByteBuf;
+import io.stripestack.iscsi.proto.Bhs;
 
 /**
  * A typed view of one PDU's Basic Header Segment (RFC 7143 section 11): each subclass names the
@@ -16,20 +17,20 @@ import io.netty.buffer.ByteBuf;
  * Offsets count from the reader index the header buffer had when wrapped.
  */
 abstract class PduHeader<V extends PduHeader<V>> {
-    static final int FLAGS = 1;
-    static final int ITT = 16;
+    static final int FLAGS = Bhs.FLAGS_OFFSET;
+    static final int ITT = Bhs.ITT_OFFSET;
     /** The 8-byte LUN, in the PDU types that address a logical unit. */
-    static final int LUN = 8;
+    static final int LUN = Bhs.LUN_OFFSET;
     /** The Target Transfer Tag, in the PDU types that carry one. */
-    static final int TTT = 20;
+    static final int TTT = Bhs.TTT_OFFSET;
     /** DataSN of Data-In and Data-Out. */
-    static final int DATA_SN = 36;
+    static final int DATA_SN = Bhs.DATA_SN_OFFSET;
     /** Buffer Offset of Data-In, Data-Out and R2T. */
-    static final int BUFFER_OFFSET = 40;
+    static final int BUFFER_OFFSET = Bhs.BUFFER_OFFSET_OFFSET;
 
-    static final int FINAL_BIT = 0x80;
+    static final int FINAL_BIT = Bhs.FINAL_BIT;
     /** The C bit of Login and Text PDUs: the text continues in the next PDU. */
-    static final int CONTINUE_BIT = 0x40;
+    static final int CONTINUE_BIT = Bhs.CONTINUE_BIT;
 
     private ByteBuf bhs;
     private int start;
@@ -76,19 +77,6 @@ abstract class PduHeader<V extends PduHeader<V>> {
     @SuppressWarnings("unchecked")
     final V self() {
         return (V) this;
-    }
-
-    /**
-     * Decodes an 8-byte LUN field (SAM-5 flat or peripheral addressing of the first level) to a
-     * LUN number: peripheral (00b) gives byte 1, flat (01b) gives the 14-bit number.
-     */
-    static long decodeLun(long lunField) {
-        int firstLevel = (int) (lunField >>> 48) & 0xffff;
-        int method = firstLevel >>> 14;
-        if (method == 1) {
-            return firstLevel & 0x3fff;
-        }
-        return firstLevel & 0xff;
     }
 
     /** The header's length as framed: the BHS and any AHS, without digest. */

@@ -1,9 +1,11 @@
 package io.stripestack.targetserver.iscsi;
 
+import io.stripestack.iscsi.proto.Bhs;
+
 /** A Ready To Transfer (RFC 7143 section 11.8): asks for one burst of a write's data. */
 final class R2tHeader extends ResponseHeader<R2tHeader> {
-    private static final int R2T_SN = 36;
-    private static final int DESIRED_DATA_TRANSFER_LENGTH = 44;
+    private static final int R2T_SN = Bhs.R2T_SN_OFFSET;
+    private static final int DESIRED_DATA_TRANSFER_LENGTH = Bhs.DESIRED_DATA_TRANSFER_LENGTH_OFFSET;
 
     R2tHeader() {
         super(Bhs.OP_R2T);

@@ -1,5 +1,7 @@
 package io.stripestack.targetserver.iscsi;
 
+import io.stripestack.iscsi.proto.Bhs;
+
 /** A Reject (RFC 7143 section 11.17); its data segment is the rejected header. */
 final class RejectHeader extends ResponseHeader<RejectHeader> {
     RejectHeader() {

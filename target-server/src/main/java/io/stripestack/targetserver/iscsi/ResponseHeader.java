@@ -2,6 +2,8 @@ package io.stripestack.targetserver.iscsi;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
+import io.stripestack.iscsi.proto.Bhs;
+import io.stripestack.iscsi.proto.Crc32cDigest;
 
 /**
  * A header the target writes (RFC 7143 section 11: every target PDU carries StatSN, ExpCmdSN and
@@ -9,11 +11,11 @@ import io.netty.buffer.ByteBufAllocator;
  * {@link #toPdu} hands it over.
  */
 abstract class ResponseHeader<V extends ResponseHeader<V>> extends PduHeader<V> {
-    private static final int STAT_SN = 24;
-    private static final int EXP_CMD_SN = 28;
-    private static final int MAX_CMD_SN = 32;
+    private static final int STAT_SN = Bhs.STAT_SN_OFFSET;
+    private static final int EXP_CMD_SN = Bhs.EXP_CMD_SN_OFFSET;
+    private static final int MAX_CMD_SN = Bhs.MAX_CMD_SN_OFFSET;
     /** The response code (SCSI, Task Management, Logout Response) or reason (Reject). */
-    static final int RESPONSE = 2;
+    static final int RESPONSE = Bhs.RESPONSE_OFFSET;
 
     private final int opcode;
 
@@ -27,7 +29,7 @@ abstract class ResponseHeader<V extends ResponseHeader<V>> extends PduHeader<V> 
      */
     final V begin(ByteBufAllocator alloc, int dataSegmentLength) {
         ByteBuf header = alloc.buffer(Bhs.LENGTH + Crc32cDigest.LENGTH);
-        Bhs.begin(header, opcode, dataSegmentLength);
+        ByteBufBhs.begin(header, opcode, dataSegmentLength);
         V self = wrap(header);
         flags(FINAL_BIT);
         return self;

@@ -1,13 +1,15 @@
 package io.stripestack.targetserver.iscsi;
 
+import io.stripestack.iscsi.proto.Bhs;
+
 /** A SCSI Command (RFC 7143 section 11.3), with the Extended CDB AHS if it has one. */
 final class ScsiCommandHeader extends RequestHeader<ScsiCommandHeader> {
-    private static final int READ_BIT = 0x40;
-    private static final int WRITE_BIT = 0x20;
-    private static final int TASK_ATTRIBUTES = 0x07;
-    private static final int EXPECTED_DATA_TRANSFER_LENGTH = 20;
-    private static final int CDB = 32;
-    private static final int CDB_LENGTH = 16;
+    private static final int READ_BIT = Bhs.COMMAND_READ_BIT;
+    private static final int WRITE_BIT = Bhs.COMMAND_WRITE_BIT;
+    private static final int TASK_ATTRIBUTES = Bhs.TASK_ATTRIBUTES_MASK;
+    private static final int EXPECTED_DATA_TRANSFER_LENGTH = Bhs.EXPECTED_DATA_TRANSFER_LENGTH_OFFSET;
+    private static final int CDB = Bhs.CDB_OFFSET;
+    private static final int CDB_LENGTH = Bhs.CDB_LENGTH;
     private static final int AHS_TYPE_EXTENDED_CDB = 1;
 
     boolean reads() {
@@ -27,7 +29,7 @@ final class ScsiCommandHeader extends RequestHeader<ScsiCommandHeader> {
     }
 
     long lun() {
-        return decodeLun(lunField());
+        return Bhs.decodeLun(lunField());
     }
 
     /** Signed as on the wire: a negative value (over 2 GiB) is the caller's to refuse. */

@@ -1,6 +1,7 @@
 package io.stripestack.targetserver.iscsi;
 
 import io.netty.buffer.ByteBuf;
+import io.stripestack.iscsi.proto.Bhs;
 import io.stripestack.targetserver.scsi.CopyLimits;
 import io.stripestack.targetserver.scsi.ScsiCommand;
 import java.util.concurrent.RejectedExecutionException;

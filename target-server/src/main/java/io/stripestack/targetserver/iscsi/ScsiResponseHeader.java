@@ -1,8 +1,10 @@
 package io.stripestack.targetserver.iscsi;
 
+import io.stripestack.iscsi.proto.Bhs;
+
 /** A SCSI Response (RFC 7143 section 11.4); response code 0, Command Completed at Target. */
 final class ScsiResponseHeader extends StatusHeader<ScsiResponseHeader> {
-    private static final int EXP_DATA_SN = 36;
+    private static final int EXP_DATA_SN = Bhs.EXP_DATA_SN_OFFSET;
 
     ScsiResponseHeader() {
         super(Bhs.OP_SCSI_RESPONSE);

@@ -1,5 +1,7 @@
 package io.stripestack.targetserver.iscsi;
 
+import io.stripestack.iscsi.proto.Bhs;
+
 /**
  * A session's sequence numbers (RFC 7143 section 4.2.2): the StatSN of its responses and its CmdSN
  * window [ExpCmdSN, MaxCmdSN], which every response carries.

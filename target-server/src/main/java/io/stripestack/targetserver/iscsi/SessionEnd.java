@@ -1,6 +1,7 @@
 package io.stripestack.targetserver.iscsi;
 
 import io.netty.util.concurrent.Promise;
+import io.stripestack.iscsi.proto.Bhs;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 

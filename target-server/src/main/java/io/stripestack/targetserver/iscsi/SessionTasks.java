@@ -1,6 +1,7 @@
 package io.stripestack.targetserver.iscsi;
 
 import io.netty.util.collection.IntObjectHashMap;
+import io.stripestack.iscsi.proto.Bhs;
 import io.stripestack.targetserver.scsi.ScsiCommandRouter;
 import java.util.ArrayList;
 import java.util.List;

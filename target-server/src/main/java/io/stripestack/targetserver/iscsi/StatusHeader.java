@@ -1,11 +1,13 @@
 package io.stripestack.targetserver.iscsi;
 
+import io.stripestack.iscsi.proto.Bhs;
+
 /** What SCSI Response and Data-In share: the SCSI status and the residual (RFC 7143 section 11.4.5). */
 abstract class StatusHeader<V extends StatusHeader<V>> extends ResponseHeader<V> {
-    private static final int STATUS = 3;
-    private static final int RESIDUAL_UNDERFLOW = 0x02;
-    private static final int RESIDUAL_OVERFLOW = 0x04;
-    private static final int RESIDUAL_COUNT = 44;
+    private static final int STATUS = Bhs.STATUS_OFFSET;
+    private static final int RESIDUAL_UNDERFLOW = Bhs.RESIDUAL_UNDERFLOW_BIT;
+    private static final int RESIDUAL_OVERFLOW = Bhs.RESIDUAL_OVERFLOW_BIT;
+    private static final int RESIDUAL_COUNT = Bhs.RESIDUAL_COUNT_OFFSET;
 
     StatusHeader(int opcode) {
         super(opcode);

@@ -1,5 +1,7 @@
 package io.stripestack.targetserver.iscsi;
 
+import io.stripestack.iscsi.proto.Bhs;
+
 /** A Task Management Function Response (RFC 7143 section 11.6). */
 final class TaskManagementResponseHeader extends ResponseHeader<TaskManagementResponseHeader> {
     TaskManagementResponseHeader() {

@@ -1,5 +1,7 @@
 package io.stripestack.targetserver.iscsi;
 
+import io.stripestack.iscsi.proto.Bhs;
+
 /** A Text Response (RFC 7143 section 11.11). */
 final class TextResponseHeader extends ResponseHeader<TextResponseHeader> {
     TextResponseHeader() {

@@ -12,6 +12,7 @@ import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
 import io.netty.buffer.UnpooledByteBufAllocator;
 import io.netty.util.concurrent.ImmediateEventExecutor;
+import io.stripestack.iscsi.proto.Bhs;
 import io.stripestack.targetserver.scsi.ScsiCommand;
 import java.util.ArrayList;
 import java.util.Arrays;

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.ByteBuf;
+import io.stripestack.iscsi.proto.Bhs;
 import io.stripestack.targetserver.iscsi.IscsiTestInitiator.Response;
 import java.nio.ByteBuffer;
 import java.util.Arrays;

@@ -8,6 +8,7 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.util.ResourceLeakDetector;
 import io.stripestack.blockdev.MemoryBlockDevice;
+import io.stripestack.iscsi.proto.Bhs;
 import io.stripestack.targetserver.scsi.LogicalUnit;
 import io.stripestack.targetserver.scsi.LogicalUnitIdentity;
 import io.stripestack.targetserver.scsi.ScsiTarget;
@@ -154,7 +155,7 @@ final class IscsiTestInitiator implements AutoCloseable {
     void send(ByteBuf header, byte[] data) {
         ByteBuf wire = Unpooled.buffer();
         wire.writeBytes(header);
-        Crc32cDigest crc = new Crc32cDigest();
+        ByteBufDigest crc = new ByteBufDigest();
         if (headerDigest) {
             wire.writeIntLE(crc.compute(header, 0, header.writerIndex(), 0));
         }
@@ -295,7 +296,7 @@ final class IscsiTestInitiator implements AutoCloseable {
             }
             byte[] header = new byte[Bhs.LENGTH + ahs];
             pending.getBytes(start, header);
-            Crc32cDigest crc = new Crc32cDigest();
+            ByteBufDigest crc = new ByteBufDigest();
             if (headerDigest) {
                 assertEquals(crc.compute(pending, start, header.length, 0), pending.getIntLE(start + header.length),
                         "header digest from target");

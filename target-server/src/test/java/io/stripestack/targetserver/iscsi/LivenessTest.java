@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.util.concurrent.ImmediateEventExecutor;
+import io.stripestack.iscsi.proto.Bhs;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.util.concurrent.Future;
+import io.stripestack.iscsi.proto.Bhs;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.UnpooledByteBufAllocator;
 import io.netty.util.concurrent.ImmediateEventExecutor;
+import io.stripestack.iscsi.proto.Bhs;
 import io.stripestack.targetserver.scsi.ScsiCommand;
 import java.util.List;
 import org.junit.jupiter.api.Test;

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.UnpooledByteBufAllocator;
 import io.netty.util.concurrent.ImmediateEventExecutor;
+import io.stripestack.iscsi.proto.Bhs;
 import io.stripestack.targetserver.scsi.ScsiCommand;
 import io.stripestack.targetserver.scsi.ScsiCommandRouter;
 import java.util.ArrayList;

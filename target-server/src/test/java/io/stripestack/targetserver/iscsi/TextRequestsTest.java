@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.util.concurrent.ImmediateEventExecutor;
+import io.stripestack.iscsi.proto.Bhs;
 import io.stripestack.targetserver.scsi.ScsiTarget;
 import java.nio.charset.StandardCharsets;
 import java.util.List;

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.ByteBuf;
+import io.stripestack.iscsi.proto.Bhs;
 import io.stripestack.targetserver.iscsi.IscsiTestInitiator.Response;
 import io.stripestack.targetserver.scsi.ScsiCommand;
 import java.nio.ByteBuffer;
