@@ -53,6 +53,10 @@ public final class Bhs {
     // Login flags (byte 1): T, C, CSG in bits 3-2, NSG in bits 1-0
     public static final int CURRENT_STAGE_SHIFT = 2;
     public static final int STAGE_MASK = 3;
+    // the login stages CSG and NSG name (RFC 7143 section 11.12.3); 2 is reserved
+    public static final int STAGE_SECURITY = 0;
+    public static final int STAGE_OPERATIONAL = 1;
+    public static final int STAGE_FULL_FEATURE = 3;
 
     // Reject reasons (RFC 7143 section 11.17.1)
     public static final int REJECT_DATA_DIGEST_ERROR = 0x02;

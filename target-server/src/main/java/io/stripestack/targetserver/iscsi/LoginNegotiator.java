@@ -1,22 +1,28 @@
 package io.stripestack.targetserver.iscsi;
 
+import io.stripestack.iscsi.proto.Bhs;
+import io.stripestack.iscsi.proto.KeyNegotiation;
+import io.stripestack.iscsi.proto.LoginKey;
+import io.stripestack.iscsi.proto.TextKeys;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.function.Function;
-import java.util.function.IntConsumer;
 
 /**
  * The login phase of one connection (RFC 7143 sections 6 and 12-13): stage transitions, target and
- * initiator checks, CHAP, and operational key negotiation with each key's result function.
+ * initiator checks, CHAP, and operational key negotiation. Each key's sender, use and result function are
+ * the shared {@link LoginKey} table's and {@link KeyNegotiation}'s; what is this target's own is its values
+ * (the settings), which keys it records, and what it answers to keys out of place.
  * Knows nothing of PDUs or sockets: {@link #process} takes the keys of one login request and
  * returns the status, keys and transit of the response, so it is tested on its own.
  *
  * <p>Concurrency: one instance per connection, used on its event loop only.
  */
 final class LoginNegotiator {
-    static final int STAGE_SECURITY = 0;
-    static final int STAGE_OPERATIONAL = 1;
-    static final int STAGE_FULL_FEATURE = 3;
+    static final int STAGE_SECURITY = Bhs.STAGE_SECURITY;
+    static final int STAGE_OPERATIONAL = Bhs.STAGE_OPERATIONAL;
+    static final int STAGE_FULL_FEATURE = Bhs.STAGE_FULL_FEATURE;
 
     static final int STATUS_SUCCESS = 0x0000;
     static final int STATUS_INITIATOR_ERROR = 0x0200;
@@ -32,17 +38,11 @@ final class LoginNegotiator {
     static final int STATUS_SERVICE_UNAVAILABLE = 0x0301;
     static final int STATUS_OUT_OF_RESOURCES = 0x0302;
 
-    /** RFC 7143 section 4.2.7.1: an iSCSI name is at most 223 bytes. */
-    static final int MAX_NAME_BYTES = 223;
-    /** RFC 7143 section 6.1: key names are at most 63 bytes, simple values at most 255. */
-    static final int MAX_KEY_BYTES = 63;
-    static final int MAX_VALUE_BYTES = 255;
-    /** CHAP challenges and responses are binary values: 1024 bytes at most, hex-encoded here. */
-    static final int MAX_CHAP_VALUE_BYTES = 2 + 2 * 1024;
-
-    private static final String IRRELEVANT = "Irrelevant";
-    private static final String REJECT = "Reject";
-    private static final String NOT_UNDERSTOOD = "NotUnderstood";
+    private static final String IRRELEVANT = KeyNegotiation.IRRELEVANT;
+    private static final String REJECT = KeyNegotiation.REJECT;
+    private static final String NOT_UNDERSTOOD = KeyNegotiation.NOT_UNDERSTOOD;
+    /** The one task reporting this target implements, answered whatever the initiator lists (as before RFC 7143). */
+    private static final String TASK_REPORTING = "RFC3720";
 
     /** The answer to one login request. */
     static final class Step {
@@ -82,7 +82,7 @@ final class LoginNegotiator {
     private ChapExchange chap;
     private boolean maxRecvDeclared;
     /** Every key the initiator has sent in this login, with its first value: each may come once only. */
-    private final Map<String, String> declared = new java.util.HashMap<>();
+    private final Map<String, String> declared = new HashMap<>();
 
     LoginNegotiator(IscsiServerSettings settings, Function<String, IscsiTargetDefinition> targets) {
         this.settings = settings;
@@ -139,9 +139,11 @@ final class LoginNegotiator {
             if (isDeclarationHandledByIdentify(key)) {
                 continue;
             }
-            int status = currentStage == STAGE_SECURITY && isSecurityKey(key)
-                    ? security(key, e.getValue(), keys, response)
-                    : negotiate(key, e.getValue(), response);
+            LoginKey known = LoginKey.byName(key);
+            int status = currentStage == STAGE_SECURITY && (known != null ? known.use() == LoginKey.Use.SECURITY
+                    : key.startsWith("CHAP_"))
+                    ? security(known, key, e.getValue(), keys, response)
+                    : negotiate(known, key, e.getValue(), currentStage, response);
             if (status != STATUS_SUCCESS) {
                 return fail(status);
             }
@@ -184,9 +186,7 @@ final class LoginNegotiator {
         for (Map.Entry<String, String> e : keys.entrySet()) {
             String key = e.getKey();
             String value = e.getValue();
-            boolean chapValue = key.equals("CHAP_R") || key.equals("CHAP_C");
-            if (utf8Length(key) > MAX_KEY_BYTES
-                    || utf8Length(value) > (chapValue ? MAX_CHAP_VALUE_BYTES : MAX_VALUE_BYTES)) {
+            if (!TextKeys.withinLengths(key, value)) {
                 return key.startsWith("CHAP_") ? STATUS_AUTHENTICATION_FAILURE : STATUS_INITIATOR_ERROR;
             }
             String earlier = declared.putIfAbsent(key, value);
@@ -195,10 +195,6 @@ final class LoginNegotiator {
             }
         }
         return STATUS_SUCCESS;
-    }
-
-    private static int utf8Length(String text) {
-        return text.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
     }
 
     private static Step fail(int status) {
@@ -211,7 +207,7 @@ final class LoginNegotiator {
         if (initiatorName == null || initiatorName.isEmpty()) {
             return STATUS_MISSING_PARAMETER;
         }
-        if (utf8Length(initiatorName) > MAX_NAME_BYTES) {
+        if (TextKeys.utf8Length(initiatorName) > TextKeys.MAX_NAME_BYTES) {
             return STATUS_INITIATOR_ERROR;
         }
         String sessionType = keys.getOrDefault("SessionType", "Normal");
@@ -226,7 +222,7 @@ final class LoginNegotiator {
         if (targetName == null || targetName.isEmpty()) {
             return STATUS_MISSING_PARAMETER;
         }
-        if (utf8Length(targetName) > MAX_NAME_BYTES) {
+        if (TextKeys.utf8Length(targetName) > TextKeys.MAX_NAME_BYTES) {
             return STATUS_INITIATOR_ERROR;
         }
         target = targets.apply(targetName);
@@ -244,26 +240,22 @@ final class LoginNegotiator {
     }
 
     private static boolean isDeclarationHandledByIdentify(String key) {
-        switch (key) {
-            case "InitiatorName":
-            case "InitiatorAlias":
-            case "TargetName":
-            case "SessionType":
-                return true;
-            default:
-                return false;
+        LoginKey known = LoginKey.byName(key);
+        return known == LoginKey.INITIATOR_NAME || known == LoginKey.INITIATOR_ALIAS || known == LoginKey.TARGET_NAME
+                || known == LoginKey.SESSION_TYPE;
+    }
+
+    /** A key of the security stage: AuthMethod, the CHAP keys; {@code known} is null for a CHAP_ key unknown. */
+    private int security(LoginKey known, String key, String value, Map<String, String> keys,
+            Map<String, String> response) {
+        if (known == null) {
+            response.put(key, NOT_UNDERSTOOD);
+            return STATUS_SUCCESS;
         }
-    }
-
-    private static boolean isSecurityKey(String key) {
-        return key.equals("AuthMethod") || key.startsWith("CHAP_");
-    }
-
-    private int security(String key, String value, Map<String, String> keys, Map<String, String> response) {
-        switch (key) {
-            case "AuthMethod":
+        switch (known) {
+            case AUTH_METHOD:
                 return chooseAuthMethod(value, response);
-            case "CHAP_A":
+            case CHAP_A:
                 if (auth != AuthState.CHAP_WAIT_ALGORITHM) {
                     return STATUS_INITIATOR_ERROR;
                 }
@@ -271,73 +263,90 @@ final class LoginNegotiator {
                 if (algorithm < 0) {
                     return STATUS_AUTHENTICATION_FAILURE;
                 }
-                response.put("CHAP_A", Integer.toString(algorithm));
-                response.put("CHAP_I", Integer.toString(chap.identifier()));
-                response.put("CHAP_C", chap.challengeText());
+                response.put(key, Integer.toString(algorithm));
+                response.put(LoginKey.CHAP_I.keyName(), Integer.toString(chap.identifier()));
+                response.put(LoginKey.CHAP_C.keyName(), chap.challengeText());
                 auth = AuthState.CHAP_WAIT_RESPONSE;
                 return STATUS_SUCCESS;
-            case "CHAP_N":
+            case CHAP_N:
                 if (auth != AuthState.CHAP_WAIT_RESPONSE) {
                     return STATUS_INITIATOR_ERROR;
                 }
-                if (!chap.verify(value, keys.get("CHAP_R"))) {
+                if (!chap.verify(value, keys.get(LoginKey.CHAP_R.keyName()))) {
                     return STATUS_AUTHENTICATION_FAILURE;
                 }
-                if (keys.containsKey("CHAP_I") || keys.containsKey("CHAP_C")) {
-                    String answer = chap.mutualResponse(keys.getOrDefault("CHAP_I", ""), keys.getOrDefault("CHAP_C", ""));
+                String mutualId = keys.get(LoginKey.CHAP_I.keyName());
+                String mutualChallenge = keys.get(LoginKey.CHAP_C.keyName());
+                if (mutualId != null || mutualChallenge != null) {
+                    String answer = chap.mutualResponse(mutualId == null ? "" : mutualId,
+                            mutualChallenge == null ? "" : mutualChallenge);
                     if (answer == null) {
                         return STATUS_AUTHENTICATION_FAILURE;
                     }
-                    response.put("CHAP_N", target.mutualChapUser());
-                    response.put("CHAP_R", answer);
+                    response.put(LoginKey.CHAP_N.keyName(), target.mutualChapUser());
+                    response.put(LoginKey.CHAP_R.keyName(), answer);
                 }
                 auth = AuthState.DONE;
                 return STATUS_SUCCESS;
-            case "CHAP_R":
-            case "CHAP_I":
-            case "CHAP_C":
-                // consumed together with CHAP_N; a response without a name is an authentication failure
-                return keys.containsKey("CHAP_N") ? STATUS_SUCCESS : STATUS_AUTHENTICATION_FAILURE;
             default:
-                response.put(key, NOT_UNDERSTOOD);
-                return STATUS_SUCCESS;
+                // CHAP_R, CHAP_I, CHAP_C: consumed together with CHAP_N; a response without a name is an
+                // authentication failure
+                return keys.containsKey(LoginKey.CHAP_N.keyName()) ? STATUS_SUCCESS : STATUS_AUTHENTICATION_FAILURE;
         }
     }
 
     private int chooseAuthMethod(String offered, Map<String, String> response) {
-        boolean chapOffered = false;
-        boolean noneOffered = false;
-        for (String method : offered.split(",")) {
-            chapOffered |= method.equals("CHAP");
-            noneOffered |= method.equals("None");
-        }
+        String key = LoginKey.AUTH_METHOD.keyName();
         if (chapRequired()) {
-            if (!chapOffered) {
+            if (KeyNegotiation.resolve(LoginKey.AUTH_METHOD, offered, "CHAP") == null) {
                 return STATUS_AUTHENTICATION_FAILURE;
             }
             chap = new ChapExchange(target);
             auth = AuthState.CHAP_WAIT_ALGORITHM;
-            response.put("AuthMethod", "CHAP");
-        } else if (noneOffered) {
+            response.put(key, "CHAP");
+        } else if (KeyNegotiation.resolve(LoginKey.AUTH_METHOD, offered, "None") != null) {
             auth = AuthState.NONE_CHOSEN;
-            response.put("AuthMethod", "None");
+            response.put(key, "None");
         } else {
             return STATUS_AUTHENTICATION_FAILURE;
         }
         return STATUS_SUCCESS;
     }
 
-    /** Operational keys: each key's result function of RFC 7143 section 13. */
-    private int negotiate(String key, String value, Map<String, String> response) {
-        switch (key) {
-            case "HeaderDigest":
-                params.headerDigest = chooseDigest(key, value, settings.headerDigestAllowed(), response);
-                return STATUS_SUCCESS;
-            case "DataDigest":
-                params.dataDigest = chooseDigest(key, value, settings.dataDigestAllowed(), response);
-                return STATUS_SUCCESS;
-            case "MaxRecvDataSegmentLength": {
-                long n = numberInRange(value, 512, 16777215);
+    /**
+     * A key outside the security stage's: from the table, with this target's value and what it records of the
+     * result; a key the initiator may not send, or not in a login, is answered Reject, one of the security stage
+     * NotUnderstood, an unknown one NotUnderstood (an X# extension key no answer).
+     */
+    private int negotiate(LoginKey known, String key, String value, int currentStage, Map<String, String> response) {
+        if (known == null) {
+            if (!key.startsWith("X#")) {
+                response.put(key, NOT_UNDERSTOOD);
+            }
+            return STATUS_SUCCESS;
+        }
+        LoginKey.Phase phase = currentStage == STAGE_SECURITY ? LoginKey.Phase.SECURITY_STAGE
+                : LoginKey.Phase.OPERATIONAL_STAGE;
+        if (known.use() == LoginKey.Use.SECURITY) {
+            response.put(key, NOT_UNDERSTOOD);
+            return STATUS_SUCCESS;
+        }
+        // every login here is a session's leading one: a second connection (a TSIH) is refused before this
+        if (!known.sendableBy(LoginKey.Sender.INITIATOR) || !known.usableIn(phase, true)) {
+            response.put(key, REJECT);
+            return STATUS_SUCCESS;
+        }
+        if (known.has(LoginKey.Trait.OBSOLETE)) {
+            response.put(key, known.defaultValue() != null ? known.defaultValue() : REJECT);
+            return STATUS_SUCCESS;
+        }
+        if (known.has(LoginKey.Trait.NORMAL_SESSION_ONLY) && discovery) {
+            response.put(key, IRRELEVANT);
+            return STATUS_SUCCESS;
+        }
+        switch (known) {
+            case MAX_RECV_DATA_SEGMENT_LENGTH: {
+                long n = KeyNegotiation.number(known, value);
                 if (n < 0) {
                     response.put(key, REJECT);
                 } else {
@@ -347,149 +356,68 @@ final class LoginNegotiator {
                 }
                 return STATUS_SUCCESS;
             }
-            case "ErrorRecoveryLevel":
-                return minimum(key, value, 0, 2, 0, response, null);
-            case "DefaultTime2Wait": {
-                long n = numberInRange(value, 0, 3600);
-                if (n < 0) {
-                    response.put(key, REJECT);
-                } else {
-                    params.defaultTime2Wait = (int) Math.max(n, params.defaultTime2Wait);
-                    response.put(key, Integer.toString(params.defaultTime2Wait));
-                }
+            case TASK_REPORTING:
+                response.put(key, TASK_REPORTING);
                 return STATUS_SUCCESS;
-            }
-            case "DefaultTime2Retain":
-                return minimum(key, value, 0, 3600, params.defaultTime2Retain, response, r -> params.defaultTime2Retain = r);
-            case "IFMarker":
-            case "OFMarker":
-                // RFC 7143 section 13.25: obsolete; "No" is the allowed alternative to Reject that RFC 3720 initiators accept
-                response.put(key, "No");
+            case NODE_ARCHITECTURE:
+                // a declaration of the initiator's that wants no answer
                 return STATUS_SUCCESS;
-            case "IFMarkInt":
-            case "OFMarkInt":
-                response.put(key, REJECT);
-                return STATUS_SUCCESS;
-            case "TaskReporting":
-                response.put(key, "RFC3720");
-                return STATUS_SUCCESS;
-            case "iSCSIProtocolLevel":
-                return minimum(key, value, 0, 31, 1, response, null);
             default:
                 break;
         }
-        if (isSessionWideNormalKey(key)) {
-            if (discovery) {
-                response.put(key, IRRELEVANT);
-                return STATUS_SUCCESS;
-            }
-            return negotiateNormalSessionKey(key, value, response);
-        }
-        if (key.startsWith("X#")) {
-            // IANA-registered declarative keys such as X#NodeArchitecture want no answer
-            return STATUS_SUCCESS;
-        }
-        response.put(key, isTargetDeclaration(key) ? REJECT : NOT_UNDERSTOOD);
-        return STATUS_SUCCESS;
-    }
-
-    private static boolean isSessionWideNormalKey(String key) {
-        switch (key) {
-            case "MaxConnections":
-            case "InitialR2T":
-            case "ImmediateData":
-            case "MaxBurstLength":
-            case "FirstBurstLength":
-            case "MaxOutstandingR2T":
-            case "DataPDUInOrder":
-            case "DataSequenceInOrder":
-                return true;
-            default:
-                return false;
-        }
-    }
-
-    private static boolean isTargetDeclaration(String key) {
-        return key.equals("TargetAlias") || key.equals("TargetAddress") || key.equals("TargetPortalGroupTag")
-                || key.equals("SendTargets");
-    }
-
-    private int negotiateNormalSessionKey(String key, String value, Map<String, String> response) {
-        switch (key) {
-            case "MaxConnections":
-                return minimum(key, value, 1, 65535, 1, response, null);
-            case "MaxBurstLength":
-                return minimum(key, value, 512, 16777215, settings.maxBurstLength(), response, r -> params.maxBurstLength = r);
-            case "FirstBurstLength":
-                return minimum(key, value, 512, 16777215, settings.firstBurstLength(), response, r -> params.firstBurstLength = r);
-            case "MaxOutstandingR2T":
-                return minimum(key, value, 1, 65535, settings.maxOutstandingR2T(), response, r -> params.maxOutstandingR2T = r);
-            case "InitialR2T": {
-                Boolean offered = yesNo(value);
-                if (offered == null) {
-                    response.put(key, REJECT);
-                } else {
-                    params.initialR2T = offered || settings.initialR2T();
-                    response.put(key, params.initialR2T ? "Yes" : "No");
-                }
-                return STATUS_SUCCESS;
-            }
-            case "ImmediateData": {
-                Boolean offered = yesNo(value);
-                if (offered == null) {
-                    response.put(key, REJECT);
-                } else {
-                    params.immediateData = offered && settings.immediateData();
-                    response.put(key, params.immediateData ? "Yes" : "No");
-                }
-                return STATUS_SUCCESS;
-            }
-            default:
-                // DataPDUInOrder, DataSequenceInOrder: OR with this target's Yes, so always Yes
-                response.put(key, yesNo(value) == null ? REJECT : "Yes");
-                return STATUS_SUCCESS;
-        }
-    }
-
-    private boolean chooseDigest(String key, String offeredList, boolean crcAllowed, Map<String, String> response) {
-        for (String offered : offeredList.split(",")) {
-            if (offered.equals("None")) {
-                response.put(key, "None");
-                return false;
-            }
-            if (offered.equals("CRC32C") && crcAllowed) {
-                response.put(key, "CRC32C");
-                return true;
-            }
-        }
-        response.put(key, REJECT);
-        return false;
-    }
-
-    private static int minimum(String key, String value, long min, long max, int ours,
-            Map<String, String> response, IntConsumer result) {
-        long n = numberInRange(value, min, max);
-        if (n < 0) {
+        String answer = KeyNegotiation.resolve(known, value, ours(known));
+        if (answer == null) {
             response.put(key, REJECT);
             return STATUS_SUCCESS;
         }
-        int chosen = (int) Math.min(n, ours);
-        if (result != null) {
-            result.accept(chosen);
-        }
-        response.put(key, Integer.toString(chosen));
+        record(known, answer);
+        response.put(key, answer);
         return STATUS_SUCCESS;
     }
 
-    private static long numberInRange(String value, long min, long max) {
-        long n = TextParameters.parseNumber(value);
-        return n < min || n > max ? -1 : n;
+    /** This target's value of a negotiated key: its settings, or the RFC default where it has none of its own. */
+    private String ours(LoginKey key) {
+        switch (key) {
+            case HEADER_DIGEST:
+                return settings.headerDigestAllowed() ? "None,CRC32C" : "None";
+            case DATA_DIGEST:
+                return settings.dataDigestAllowed() ? "None,CRC32C" : "None";
+            case MAX_BURST_LENGTH:
+                return Integer.toString(settings.maxBurstLength());
+            case FIRST_BURST_LENGTH:
+                return Integer.toString(settings.firstBurstLength());
+            case MAX_OUTSTANDING_R2T:
+                return Integer.toString(settings.maxOutstandingR2T());
+            case INITIAL_R2T:
+                return KeyNegotiation.yesNo(settings.initialR2T());
+            case IMMEDIATE_DATA:
+                return KeyNegotiation.yesNo(settings.immediateData());
+            case DEFAULT_TIME_2_WAIT:
+                return Integer.toString(params.defaultTime2Wait);
+            case DEFAULT_TIME_2_RETAIN:
+                return Integer.toString(params.defaultTime2Retain);
+            default:
+                // MaxConnections 1, ErrorRecoveryLevel 0, iSCSIProtocolLevel 1, DataPDUInOrder and
+                // DataSequenceInOrder Yes: the defaults are what this target implements
+                return key.defaultValue();
+        }
     }
 
-    private static Boolean yesNo(String value) {
-        if (value.equals("Yes")) {
-            return Boolean.TRUE;
+    /** Keeps the values in force that the connection uses after login. */
+    private void record(LoginKey key, String value) {
+        switch (key) {
+            case HEADER_DIGEST -> params.headerDigest = "CRC32C".equals(value);
+            case DATA_DIGEST -> params.dataDigest = "CRC32C".equals(value);
+            case MAX_BURST_LENGTH -> params.maxBurstLength = Integer.parseInt(value);
+            case FIRST_BURST_LENGTH -> params.firstBurstLength = Integer.parseInt(value);
+            case MAX_OUTSTANDING_R2T -> params.maxOutstandingR2T = Integer.parseInt(value);
+            case INITIAL_R2T -> params.initialR2T = KeyNegotiation.YES.equals(value);
+            case IMMEDIATE_DATA -> params.immediateData = KeyNegotiation.YES.equals(value);
+            case DEFAULT_TIME_2_WAIT -> params.defaultTime2Wait = Integer.parseInt(value);
+            case DEFAULT_TIME_2_RETAIN -> params.defaultTime2Retain = Integer.parseInt(value);
+            default -> {
+                // negotiated, but this target runs with its own value whatever the result
+            }
         }
-        return value.equals("No") ? Boolean.FALSE : null;
     }
 }

@@ -1,8 +1,10 @@
 package io.stripestack.targetserver.iscsi;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.stripestack.iscsi.proto.Bhs;
+import io.stripestack.iscsi.proto.TextKeys;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
@@ -46,8 +48,6 @@ final class LoginPhase {
     }
 
     private static final Logger log = LoggerFactory.getLogger(LoginPhase.class);
-    /** The whole text of one login request, all its PDUs together. */
-    private static final int MAX_REQUEST_TEXT = 64 * 1024;
 
     private final Wire wire;
     private final SequenceNumbers sequence;
@@ -173,7 +173,7 @@ final class LoginPhase {
             if (text == null) {
                 text = wire.alloc().heapBuffer(data.readableBytes());
             }
-            if (text.readableBytes() + data.readableBytes() > MAX_REQUEST_TEXT) {
+            if (text.readableBytes() + data.readableBytes() > TextKeys.MAX_LOGIN_TEXT_BYTES) {
                 refuse(h, LoginNegotiator.STATUS_INITIATOR_ERROR, currentStage, "request text over 64 KiB");
                 return;
             }
@@ -185,7 +185,7 @@ final class LoginPhase {
             return;
         }
         Set<String> repeated = new HashSet<>();
-        Map<String, String> keys = text == null ? Map.of() : TextParameters.parse(text, repeated);
+        Map<String, String> keys = text == null ? Map.of() : TextKeys.parse(text.nioBuffer(), repeated);
         if (text != null) {
             text.release();
             text = null;
@@ -222,7 +222,7 @@ final class LoginPhase {
             refuse(h, step.status, currentStage, null);
             return;
         }
-        if (TextParameters.encodedLength(step.keys) > PduDecoder.LOGIN_MAX_DATA_SEGMENT) {
+        if (TextKeys.encodedLength(step.keys) > PduDecoder.LOGIN_MAX_DATA_SEGMENT) {
             // the answer must fit the 8192 bytes an initiator takes during login: only a request
             // stuffed with keys nobody knows produces more
             refuse(h, LoginNegotiator.STATUS_INITIATOR_ERROR, currentStage, "answer would exceed 8192 bytes");
@@ -317,8 +317,7 @@ final class LoginPhase {
             Map<String, String> keys, int tsih) {
         ByteBuf data = null;
         if (keys != null && !keys.isEmpty()) {
-            data = wire.alloc().buffer(256);
-            TextParameters.write(keys, data);
+            data = Unpooled.wrappedBuffer(TextKeys.encode(keys));
         }
         LoginResponseHeader h = responseHeader.begin(wire.alloc(), data == null ? 0 : data.readableBytes())
                 .stages(currentStage, transit, nextStage)

@@ -2,6 +2,7 @@ package io.stripestack.targetserver.iscsi;
 
 import io.netty.buffer.ByteBuf;
 import io.stripestack.iscsi.proto.Bhs;
+import io.stripestack.iscsi.proto.TextKeys;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -59,13 +60,13 @@ final class TextRequests {
             return;
         }
         release();
-        Map<String, String> keys = TextParameters.parse(data);
+        Map<String, String> keys = TextKeys.parse(data.nioBuffer(), null);
         ByteBuf response = wire.alloc().buffer(256);
         for (Map.Entry<String, String> e : keys.entrySet()) {
             if (e.getKey().equals("SendTargets")) {
                 sendTargets(e.getValue(), response);
             } else {
-                TextParameters.write(Map.of(e.getKey(), "NotUnderstood"), response);
+                response.writeBytes(TextKeys.encode(Map.of(e.getKey(), "NotUnderstood")));
             }
         }
         pending = response;

@@ -9,9 +9,11 @@ import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.util.ResourceLeakDetector;
 import io.stripestack.blockdev.MemoryBlockDevice;
 import io.stripestack.iscsi.proto.Bhs;
+import io.stripestack.iscsi.proto.TextKeys;
 import io.stripestack.targetserver.scsi.LogicalUnit;
 import io.stripestack.targetserver.scsi.LogicalUnitIdentity;
 import io.stripestack.targetserver.scsi.ScsiTarget;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.LinkedHashMap;
@@ -53,7 +55,7 @@ final class IscsiTestInitiator implements AutoCloseable {
         int statSn() { return intAt(24); }
         int expCmdSn() { return intAt(28); }
         int maxCmdSn() { return intAt(32); }
-        Map<String, String> keys() { return TextParameters.parse(Unpooled.wrappedBuffer(data)); }
+        Map<String, String> keys() { return TextKeys.parse(ByteBuffer.wrap(data), null); }
         String text() { return new String(data, StandardCharsets.UTF_8); }
     }
 
