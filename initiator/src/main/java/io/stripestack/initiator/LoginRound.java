@@ -1,10 +1,9 @@
 package io.stripestack.initiator;
 
 import io.stripestack.iscsi.proto.Bhs;
+import io.stripestack.iscsi.proto.TextKeys;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 
@@ -15,9 +14,9 @@ import java.util.concurrent.ThreadLocalRandom;
  * {@code iscsi-reader} starts, so it reads the socket itself; its state needs no lock.
  */
 final class LoginRound {
-    static final int SECURITY = 0;
-    static final int OPERATIONAL = 1;
-    static final int FULL_FEATURE = 3;
+    static final int SECURITY = Bhs.STAGE_SECURITY;
+    static final int OPERATIONAL = Bhs.STAGE_OPERATIONAL;
+    static final int FULL_FEATURE = Bhs.STAGE_FULL_FEATURE;
     /** The login is the session's only task yet; any tag would do. */
     private static final int LOGIN_ITT = 1;
     /** MaxRecvDataSegmentLength is not negotiated yet during login: every login PDU keeps to its default. */
@@ -55,16 +54,16 @@ final class LoginRound {
         return maxCmdSn;
     }
 
-    /** Sends {@code keys} in stage {@code csg}, asking to move on to {@code nsg} if {@code transitRequested}. */
-    Map<String, String> send(int csg, boolean transitRequested, int nsg, String... keys) throws IOException {
-        StringBuilder text = new StringBuilder();
-        for (String k : keys) {
-            text.append(k).append('\0');
-        }
-        byte[] data = text.toString().getBytes(StandardCharsets.UTF_8);
+    /**
+     * Sends {@code keys} in stage {@code csg}, asking to move on to {@code nsg} if {@code transitRequested}; returns
+     * the keys the target answered (a key repeated keeps its last value).
+     */
+    Map<String, String> send(int csg, boolean transitRequested, int nsg, Map<String, String> keys)
+            throws IOException {
+        byte[] data = TextKeys.encode(keys);
         ByteBuffer h = ByteBuffer.allocate(Bhs.LENGTH);
         Bhs.startRequest(h, Bhs.OP_LOGIN_REQUEST | Bhs.IMMEDIATE_BIT,
-                (transitRequested ? Bhs.FINAL_BIT : 0) | csg << 2 | (transitRequested ? nsg : 0));
+                (transitRequested ? Bhs.FINAL_BIT : 0) | csg << Bhs.CURRENT_STAGE_SHIFT | (transitRequested ? nsg : 0));
         Bhs.putDataSegmentLength(h, data.length);
         Bhs.putNewSessionIsid(h, isid);
         Bhs.putItt(h, LOGIN_ITT);
@@ -96,14 +95,7 @@ final class LoginRound {
                     statusClass, statusDetail);
         }
         transit = (Bhs.flags(r) & Bhs.FINAL_BIT) != 0;
-        Map<String, String> answer = new LinkedHashMap<>();
-        for (String pair : new String(body.array(), 0, dsl, StandardCharsets.UTF_8).split("\0")) {
-            int eq = pair.indexOf('=');
-            if (eq > 0) {
-                answer.put(pair.substring(0, eq), pair.substring(eq + 1));
-            }
-        }
-        return answer;
+        return TextKeys.parse(body.clear().limit(dsl), null);
     }
 
     /** The refusal in words, with the likely fix. */
