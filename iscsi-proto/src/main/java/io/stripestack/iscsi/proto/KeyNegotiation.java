@@ -12,7 +12,44 @@ public final class KeyNegotiation {
     public static final String YES = "Yes";
     public static final String NO = "No";
 
+    /** Whether a received key is one to negotiate, and if not, why not. */
+    public enum Verdict {
+        /** Known, from a side that may send it, where it may be used: negotiate it. */
+        NEGOTIATE,
+        /** Not in the table. */
+        UNKNOWN,
+        /** The other side may not send this key (a target's declaration offered by an initiator). */
+        WRONG_SENDER,
+        /** Not usable where it came: a security key outside the security stage, a full feature key in a login. */
+        WRONG_PHASE,
+        /** A key a discovery session ignores. */
+        IRRELEVANT
+    }
+
     private KeyNegotiation() {
+    }
+
+    /**
+     * The table's rules for key {@code name} received from {@code sender} in {@code phase}, on a session's leading
+     * connection or another, in a discovery session or a normal one. The checks go in this order: known, sender,
+     * phase, relevance.
+     */
+    public static Verdict check(String name, LoginKey.Sender sender, LoginKey.Phase phase, boolean leadingConnection,
+            boolean discovery) {
+        LoginKey key = LoginKey.byName(name);
+        if (key == null) {
+            return Verdict.UNKNOWN;
+        }
+        if (!key.sendableBy(sender)) {
+            return Verdict.WRONG_SENDER;
+        }
+        if (!key.usableIn(phase, leadingConnection)) {
+            return Verdict.WRONG_PHASE;
+        }
+        if (discovery && key.has(LoginKey.Trait.NORMAL_SESSION_ONLY)) {
+            return Verdict.IRRELEVANT;
+        }
+        return Verdict.NEGOTIATE;
     }
 
     /**

@@ -1,7 +1,9 @@
 package io.stripestack.iscsi.proto;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.io.IOException;
@@ -44,5 +46,41 @@ class ChapTest {
                 () -> Chap.md5Response("x", "s3cret-value".toCharArray(), "0x00"));
         assertFalse(String.valueOf(e.getMessage()).contains("s3cret"));
         assertFalse(String.valueOf(e.getCause().getMessage()).contains("s3cret"));
+    }
+
+    @Test
+    void anIdentifierOutsideOneByteIsRefusedNotWrapped() {
+        assertThrows(IOException.class, () -> Chap.md5Response("256", "secret".toCharArray(), "0x00"));
+        assertThrows(IOException.class, () -> Chap.md5Response("-1", "secret".toCharArray(), "0x00"));
+        assertEquals(0x10, Chap.parseIdentifier("0x10"));
+        assertEquals(-1, Chap.parseIdentifier(null));
+    }
+
+    @Test
+    void aMalformedChallengeIsAnIoExceptionThatNamesNoSecret() {
+        for (String challenge : new String[] {"0xzz", "0b!!", "0x", "abcd", "0b"}) {
+            IOException e = assertThrows(IOException.class,
+                    () -> Chap.md5Response("1", "s3cret-value".toCharArray(), challenge), challenge);
+            assertFalse(String.valueOf(e.getMessage()).contains("s3cret"));
+            assertNull(Chap.decodeBinary(challenge), challenge);
+        }
+    }
+
+    @Test
+    void choosesTheFirstSupportedAlgorithmOfTheList() {
+        assertEquals(Chap.ALGORITHM_SHA256, Chap.chooseAlgorithm("6,7,5"));
+        assertEquals(Chap.ALGORITHM_MD5, Chap.chooseAlgorithm(" 5 ,7"));
+        assertEquals(-1, Chap.chooseAlgorithm("6,128"));
+    }
+
+    @Test
+    void theSha256ResponseHashesIdentifierSecretAndChallenge() throws Exception {
+        byte[] secret = "target-secret".getBytes(StandardCharsets.UTF_8);
+        MessageDigest sha = MessageDigest.getInstance("SHA-256");
+        sha.update((byte) 9);
+        sha.update(secret);
+        sha.update(CHALLENGE);
+        assertArrayEquals(sha.digest(), Chap.response(Chap.ALGORITHM_SHA256, 9, secret, CHALLENGE));
+        assertEquals("0x" + HexFormat.of().formatHex(CHALLENGE), Chap.encodeHex(CHALLENGE));
     }
 }

@@ -314,34 +314,35 @@ final class LoginNegotiator {
     }
 
     /**
-     * A key outside the security stage's: from the table, with this target's value and what it records of the
-     * result; a key the initiator may not send, or not in a login, is answered Reject, one of the security stage
-     * NotUnderstood, an unknown one NotUnderstood (an X# extension key no answer).
+     * A key outside the security stage's: the table says whether it is one to negotiate; this target answers an
+     * unknown key NotUnderstood (an X# extension key not at all), a key the initiator may not send, or not in a
+     * login, Reject, and one of the security stage's NotUnderstood. A negotiated key gets this target's value
+     * and the result is recorded.
      */
     private int negotiate(LoginKey known, String key, String value, int currentStage, Map<String, String> response) {
-        if (known == null) {
-            if (!key.startsWith("X#")) {
-                response.put(key, NOT_UNDERSTOOD);
-            }
-            return STATUS_SUCCESS;
-        }
         LoginKey.Phase phase = currentStage == STAGE_SECURITY ? LoginKey.Phase.SECURITY_STAGE
                 : LoginKey.Phase.OPERATIONAL_STAGE;
-        if (known.use() == LoginKey.Use.SECURITY) {
-            response.put(key, NOT_UNDERSTOOD);
-            return STATUS_SUCCESS;
-        }
         // every login here is a session's leading one: a second connection (a TSIH) is refused before this
-        if (!known.sendableBy(LoginKey.Sender.INITIATOR) || !known.usableIn(phase, true)) {
-            response.put(key, REJECT);
-            return STATUS_SUCCESS;
+        switch (KeyNegotiation.check(key, LoginKey.Sender.INITIATOR, phase, true, discovery)) {
+            case UNKNOWN:
+                if (!key.startsWith("X#")) {
+                    response.put(key, NOT_UNDERSTOOD);
+                }
+                return STATUS_SUCCESS;
+            case WRONG_SENDER:
+                response.put(key, REJECT);
+                return STATUS_SUCCESS;
+            case WRONG_PHASE:
+                response.put(key, known.use() == LoginKey.Use.SECURITY ? NOT_UNDERSTOOD : REJECT);
+                return STATUS_SUCCESS;
+            case IRRELEVANT:
+                response.put(key, IRRELEVANT);
+                return STATUS_SUCCESS;
+            default:
+                break;
         }
         if (known.has(LoginKey.Trait.OBSOLETE)) {
             response.put(key, known.defaultValue() != null ? known.defaultValue() : REJECT);
-            return STATUS_SUCCESS;
-        }
-        if (known.has(LoginKey.Trait.NORMAL_SESSION_ONLY) && discovery) {
-            response.put(key, IRRELEVANT);
             return STATUS_SUCCESS;
         }
         switch (known) {
