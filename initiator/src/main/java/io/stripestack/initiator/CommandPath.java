@@ -199,7 +199,8 @@ final class CommandPath {
         try {
             t.start(null, 0, false);
             ByteBuffer h = t.commandHeader;
-            Bhs.startRequest(h, Bhs.OP_LOGOUT_REQUEST | Bhs.IMMEDIATE_BIT, Bhs.FINAL_BIT); // reason code 0: close the session
+            // reason code 0: close the session
+            Bhs.startRequest(h, Bhs.OP_LOGOUT_REQUEST | Bhs.IMMEDIATE_BIT, Bhs.FINAL_BIT);
             Bhs.putItt(h, t.itt);
             sendLock.lock();
             try {

@@ -63,7 +63,8 @@ final class LoginRound {
         byte[] data = TextKeys.encode(keys);
         ByteBuffer h = ByteBuffer.allocate(Bhs.LENGTH);
         Bhs.startRequest(h, Bhs.OP_LOGIN_REQUEST | Bhs.IMMEDIATE_BIT,
-                (transitRequested ? Bhs.FINAL_BIT : 0) | csg << Bhs.CURRENT_STAGE_SHIFT | (transitRequested ? nsg : 0));
+                (transitRequested ? Bhs.FINAL_BIT : 0) | csg << Bhs.CURRENT_STAGE_SHIFT
+                        | (transitRequested ? nsg : 0));
         Bhs.putDataSegmentLength(h, data.length);
         Bhs.putNewSessionIsid(h, isid);
         Bhs.putItt(h, LOGIN_ITT);

@@ -69,7 +69,8 @@ final class ChapExchange {
         int id = Chap.parseIdentifier(identifierText);
         byte[] initiatorChallenge = Chap.decodeBinary(challengeText);
         if (!target.mutualChapConfigured() || id < 0 || initiatorChallenge == null
-                || initiatorChallenge.length < Chap.MIN_CHALLENGE_BYTES || Arrays.equals(initiatorChallenge, challenge)) {
+                || initiatorChallenge.length < Chap.MIN_CHALLENGE_BYTES
+                || Arrays.equals(initiatorChallenge, challenge)) {
             return null;
         }
         return Chap.encodeHex(Chap.response(algorithm, id, target.mutualChapSecret(), initiatorChallenge));
