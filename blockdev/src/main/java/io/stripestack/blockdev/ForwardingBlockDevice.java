@@ -10,31 +10,11 @@ import java.nio.ByteBuffer;
  *
  * <p>Concurrency: as thread-safe as the device below; a subclass documents its own state.
  */
-public abstract class ForwardingBlockDevice implements BlockDevice {
+public abstract class ForwardingBlockDevice implements StackedBlockDevice {
     protected final BlockDevice below;
 
     protected ForwardingBlockDevice(BlockDevice below) {
         this.below = below;
-    }
-
-    @Override
-    public String name() {
-        return below.name();
-    }
-
-    @Override
-    public long size() {
-        return below.size();
-    }
-
-    @Override
-    public int logicalBlockSize() {
-        return below.logicalBlockSize();
-    }
-
-    @Override
-    public Geometry geometry() {
-        return below.geometry();
     }
 
     @Override
@@ -58,18 +38,8 @@ public abstract class ForwardingBlockDevice implements BlockDevice {
     }
 
     @Override
-    public boolean supportsDiscard() {
-        return below.supportsDiscard();
-    }
-
-    @Override
     public void discard(long offset, long length) throws IOException {
         below.discard(offset, length);
-    }
-
-    @Override
-    public boolean discardZeroes() {
-        return below.discardZeroes();
     }
 
     @Override
@@ -80,10 +50,5 @@ public abstract class ForwardingBlockDevice implements BlockDevice {
     @Override
     public BlockDevice below() {
         return below;
-    }
-
-    @Override
-    public void close() throws IOException {
-        below.close();
     }
 }

@@ -11,47 +11,12 @@ import java.nio.ByteBuffer;
  *
  * <p>Concurrency: as thread-safe as the device below; a subclass documents its own state.
  */
-public abstract class MeteredForwardingBlockDevice extends MeteredBlockDevice {
+public abstract class MeteredForwardingBlockDevice extends MeteredBlockDevice implements StackedBlockDevice {
     protected final BlockDevice below;
 
     protected MeteredForwardingBlockDevice(String statsName, BlockDevice below) {
         super(statsName);
         this.below = below;
-    }
-
-    @Override
-    public String name() {
-        return below.name();
-    }
-
-    @Override
-    public long size() {
-        return below.size();
-    }
-
-    @Override
-    public long resized() {
-        return below.resized();
-    }
-
-    @Override
-    public int logicalBlockSize() {
-        return below.logicalBlockSize();
-    }
-
-    @Override
-    public Geometry geometry() {
-        return below.geometry();
-    }
-
-    @Override
-    public boolean supportsDiscard() {
-        return below.supportsDiscard();
-    }
-
-    @Override
-    public boolean discardZeroes() {
-        return below.discardZeroes();
     }
 
     @Override
@@ -77,11 +42,5 @@ public abstract class MeteredForwardingBlockDevice extends MeteredBlockDevice {
     @Override
     protected void discardBlocks(long offset, long length) throws IOException {
         below.discard(offset, length);
-    }
-
-    /** Closes the device below; a layer that holds more releases it first, then calls this. */
-    @Override
-    public void close() throws IOException {
-        below.close();
     }
 }
