@@ -170,7 +170,8 @@ reshape_kill() { # NAME SPARE ATTRIBUTE VALUE
   port=$(serve "$1" "$2")
   bytes=$(fill "$1" "$port")
   ctl "$1" set md0/sync_speed_max 2000 > /dev/null
-  ctl "$1" set "md0/$3" "$4" > /dev/null
+  # force: the arrays keep a partial parity log, which md drops while it reshapes (resync meanwhile)
+  ctl "$1" set "md0/$3" "$4 force" > /dev/null
   for _ in $(seq 1 300); do
     done_s=$(ctl "$1" get md0/sync_completed | awk '{print $1}')
     [ "$done_s" != none ] && [ "$done_s" -ge 4096 ] && break
