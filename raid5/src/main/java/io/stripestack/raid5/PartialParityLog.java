@@ -156,6 +156,12 @@ final class PartialParityLog {
     /** Byte offset of the log area on a member and its length. */
     private final long areaOffset;
     private final int areaBytes;
+    /**
+     * A unit's header starts below this offset of the area, or the kernel never reads it: ppl_validate_rdev rounds
+     * the area's sectors after its header down to 4 KiB, and ppl_load_distributed reads headers only at offsets
+     * below that (the area less one header). Both the writer and {@link #recover} keep to it.
+     */
+    private final int headerLimit;
     private final int blockSize;
     private final MemberLog[] logs;
     private final LongAdder unitsWritten;
@@ -171,6 +177,7 @@ final class PartialParityLog {
         this.signature = PplHeader.signature(sb.setUuid);
         this.areaOffset = areaOffset(sb);
         this.areaBytes = sb.pplSize * 512;
+        this.headerLimit = headerLimit(sb);
         this.blockSize = blockSize;
         this.logs = new MemberLog[geo.members];
         for (int r = 0; r < geo.members; r++) {
@@ -194,6 +201,12 @@ final class PartialParityLog {
      */
     static int featureBits(Md1Superblock sb) {
         return sb.pplSize * 512L >= MULTIPLE_UNITS_BYTES ? Md1Superblock.FEATURE_MULTIPLE_PPLS : Md1Superblock.FEATURE_PPL;
+    }
+
+    /** See {@link #headerLimit}: the area's sectors less one header, rounded down to 4 KiB, in bytes. */
+    static int headerLimit(Md1Superblock sb) {
+        int pageSectors = 4096 / 512;
+        return (sb.pplSize - PplHeader.BYTES / 512) / pageSectors * pageSectors * 512;
     }
 
     static long areaOffset(Md1Superblock sb) {
@@ -298,7 +311,7 @@ final class PartialParityLog {
                 log.device = device;
                 log.nextOffset = 0;
             }
-            if (log.nextOffset + unitBytes > areaBytes) {
+            if (log.nextOffset + unitBytes > areaBytes || log.nextOffset >= headerLimit) {
                 log.nextOffset = 0;
                 areaRestarts.increment();
             }
@@ -483,7 +496,7 @@ final class PartialParityLog {
         List<Long> offsets = new ArrayList<>();
         long generation = Long.MIN_VALUE;
         long offset = 0;
-        while (offset + PplHeader.BYTES <= areaBytes) {
+        while (offset < headerLimit) {   // as ppl_load_distributed walks
             header.clear();
             m.device.read(areaOffset + offset, header);
             if (!PplHeader.isValid(header, signature, crc) || PplHeader.generation(header) < generation) {
