@@ -30,11 +30,13 @@ import org.slf4j.LoggerFactory;
  * meanwhile wait and go together into the next unit (group commit: one log write covers all of them). So the
  * newest unit of a member's log names every row whose parity may disagree with its data, after a crash of the
  * process as after a power loss, and the kernel, which replays only that unit (the highest generation), recovers
- * an array stripestack left as stripestack does. When the area is full the log starts again at its beginning.
+ * an array stripestack left as stripestack does. When the area is full the log starts again at its beginning, and
+ * so it does where the next unit would start in the area's last 4 KiB, where the kernel reads no header
+ * ({@link #headerLimit}): a header-only unit there would be the newest and invisible to Linux.
  *
  * <p>Recovery here replays every unit from the start of the area up to the first one with a lower generation
- * (what follows is left from before the area last started over), newest first, each entry only over the columns
- * no newer entry of the same row decided: a row's updates are serialized by its write slot and each is logged, so
+ * (what follows is left from before the area last started over) or the kernel's bound, newest first, each entry
+ * only over the columns no newer entry of the same row decided: a row's updates are serialized by its write slot and each is logged, so
  * an older entry is still true wherever no newer one touched the row, and where a newer one did, the newer one
  * decides (it is replayed, or skipped when a data member it names is missing: the older one's partial parity
  * would then be stale). With the units retired in order the older ones change nothing; they are read so that a
@@ -485,10 +487,11 @@ final class PartialParityLog {
     }
 
     /**
-     * Replays the member's units: those from the start of its area on, as long as each is valid and not
-     * older than the one before (what follows is left from before the area last started over), newest
-     * first, each entry only over the columns no newer entry of its row decided; returns how many units.
-     * {@code counts[2]} and {@code [3]} count entries replayed and skipped.
+     * Replays the member's units: those from the start of its area on, as long as each is valid, not older
+     * than the one before (what follows is left from before the area last started over) and starts below
+     * {@link #headerLimit} (the kernel's walk), newest first, each entry only over the columns no newer entry
+     * of its row decided; returns how many units. {@code counts[2]} and {@code [3]} count entries replayed and
+     * skipped.
      */
     private int replayUnits(MemberSet.Member m, ByteBuffer header, CRC32C crc, int[] counts, long[] parityBytes)
             throws IOException {
