@@ -23,6 +23,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.zip.CRC32C;
 import org.junit.jupiter.api.Test;
 
@@ -31,7 +33,7 @@ import org.junit.jupiter.api.Test;
  * rows, members below a volatile cache of which any part may have reached the media, log writes durable. Every cut
  * must recover as stripestack does (rebuilding the chunks of a missing member right) and as Linux does (replaying only
  * the newest unit of each member's log, the end of the chain of headers the kernel walks). And no unit starts where
- * the kernel reads no header.
+ * the kernel reads no header, and stripestack's recovery walks the chain exactly as far as the kernel does.
  */
 class PartialParityLogPowerCutTest {
     static final int CHUNK = 16384;
@@ -232,6 +234,62 @@ class PartialParityLogPowerCutTest {
                 assertTrue(start - area < kernelWalk, "a unit at byte " + (start - area) + " of the area, where the kernel"
                         + " reads headers below " + kernelWalk);
             }
+        }
+    }
+
+    /**
+     * stripestack's recovery walks a member's chain of headers exactly as far as the kernel does: a unit at the last
+     * offset the kernel reads is replayed, one at the next 4 KiB (where it reads none) is not.
+     */
+    @Test
+    void theRecoveryWalksTheChainAsFarAsTheKernel() throws Exception {
+        int rowBytes = (N - 1) * CHUNK;
+        byte[][] images = new byte[N][(int) MEMBER];
+        List<BlockDevice> devices = devicesOf(images, -1);
+        try (Raid5Array array = Raid5Array.create(devices, Raid5Config.defaults("walk").withChunk(CHUNK),
+                PartialParityLogTest.PPL, true)) {
+            array.write(rowBytes, ByteBuffer.wrap(new byte[4096]));   // row 1: the array is dirty, its log not empty
+            for (int m = 0; m < N; m++) {   // taken while it runs, as at a crash
+                devices.get(m).read(0, ByteBuffer.wrap(images[m]));
+            }
+        }
+        Md1Superblock sb = Md1Superblock.decode(ByteBuffer.wrap(images[0], Md1Superblock.OFFSET_BYTES,
+                Md1Superblock.BLOCK_BYTES).slice(), "m0");
+        int lastRead = kernelHeaderLimit(sb) - PplHeader.BYTES;
+        int replayedWithin = entriesReplayed(withChainTo(images, sb, lastRead, rowBytes));
+        int replayedPast = entriesReplayed(withChainTo(images, sb, lastRead + PplHeader.BYTES, rowBytes));
+        assertEquals(1, replayedWithin - replayedPast, "only the unit the kernel reads is replayed");
+    }
+
+    /**
+     * The images with the log of row 0's parity member replaced by a chain of empty units every 4 KiB up to
+     * {@code last}, the newest, which names row 0 (a full-row entry).
+     */
+    private static byte[][] withChainTo(byte[][] images, Md1Superblock sb, int last, int rowBytes) {
+        byte[][] copy = images.clone();
+        int member = Raid5Layout.LEFT_SYMMETRIC.parityMember(0, N);
+        copy[member] = images[member].clone();
+        int area = (int) PartialParityLog.areaOffset(sb);
+        Arrays.fill(copy[member], area, area + sb.pplSize * 512, (byte) 0);
+        CRC32C crc = new CRC32C();
+        int signature = PplHeader.signature(sb.setUuid);
+        for (int at = 0; at <= last; at += PplHeader.BYTES) {
+            ByteBuffer h = ByteBuffer.wrap(copy[member], area + at, PplHeader.BYTES).slice()
+                    .order(ByteOrder.LITTLE_ENDIAN);
+            PplHeader.begin(h, signature, 1000 + at / PplHeader.BYTES);
+            if (at == last) {
+                PplHeader.addEntry(h, 0, 0, rowBytes, member, PplHeader.ppChecksum(ByteBuffer.allocate(0), 0, 0, crc));
+            }
+            PplHeader.seal(h, crc);
+        }
+        return copy;
+    }
+
+    private static int entriesReplayed(byte[][] images) throws IOException {
+        try (Raid5Array array = Raid5Assembler.assemble(devicesOf(images, -1), List.of(), Raid5Options.defaults())) {
+            Matcher replayed = Pattern.compile("(\\d+) entries replayed").matcher(array.startRecovery());
+            assertTrue(replayed.find(), array.startRecovery());
+            return Integer.parseInt(replayed.group(1));
         }
     }
 
