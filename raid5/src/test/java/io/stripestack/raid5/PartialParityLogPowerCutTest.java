@@ -231,8 +231,8 @@ class PartialParityLogPowerCutTest {
         }
         for (UnitPlaces d : devices) {
             for (long start : d.starts) {
-                assertTrue(start - area < kernelWalk, "a unit at byte " + (start - area) + " of the area, where the kernel"
-                        + " reads headers below " + kernelWalk);
+                assertTrue(start - area < kernelWalk, "a unit at byte " + (start - area)
+                        + " of the area, where the kernel reads headers below " + kernelWalk);
             }
         }
     }
