@@ -39,9 +39,9 @@ import org.slf4j.LoggerFactory;
  * only over the columns no newer entry of the same row decided: a row's updates are serialized by its write slot
  * and each is logged, so an older entry is still true wherever no newer one touched the row, and where a newer one
  * did, the newer one decides (it is replayed, or skipped when a data member it names is missing: the older one's
- * partial parity would then be stale). With the units retired in order the older ones change nothing; they are read so that a
- * log written by earlier stripestack builds, which let several units' rows write at once, is recovered in full.
- * A torn unit loses nothing: its rows had not touched the members.
+ * partial parity would then be stale). With the units retired in order the older ones change nothing; they are
+ * read so that a log written by earlier stripestack builds, which let several units' rows write at once, is
+ * recovered in full. A torn unit loses nothing: its rows had not touched the members.
  *
  * <p>A row's partial parity is computed from the data of its other chunks as this process sees them, which,
  * below a volatile cache, may not be on the media yet: the flush that retires the unit before makes an earlier
